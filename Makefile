@@ -1,0 +1,46 @@
+# Quick start: `make train` then `make test`. Both create .venv when it is missing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+DEPS := setup.cfg pyproject.toml
+
+.PHONY: venv install install-test train test lint format bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# Stamps make a second run reinstall nothing unless setup.cfg / pyproject.toml changed.
+$(VENV)/.installed: $(DEPS) | $(PY)
+	$(PIP) install --disable-pip-version-check -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(DEPS) | $(PY)
+	$(PIP) install --disable-pip-version-check -q -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+venv: $(PY)
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+RUN ?= runs/impala_cartpole
+train: install
+	$(PY) -m experiments.train --flagfile=experiments/configs/impala_cartpole.cfg --logdir=$(RUN)
+
+lint: install-test
+	$(VENV)/bin/ruff check .
+
+test: install-test
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -n 2 --timeout=900 -q
+
+format: install-test
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: install
+	$(PIP) install --disable-pip-version-check -q -e '.[bench]'
+	$(PY) benchmarks/ops_bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""absl-flag experiment entry points."""

@@ -1,0 +1,1 @@
+"""envs layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""networks layer (see DESIGN.md)."""
