@@ -26,4 +26,3 @@ except RuntimeError:  # already initialised (e.g. a plugin touched TF first)
 def rng():
     """A numpy Generator with a fixed seed, for reproducible random test inputs."""
     return np.random.default_rng(0)
-
