@@ -1,1 +1,74 @@
-"""envs layer (see DESIGN.md)."""
+"""Environments: seeded gymnasium factories and the project's own tasks.
+
+Importing this package registers with gymnasium:
+
+* ``CartPoleNoVel-v1``: CartPole-v1 observing ``[x, theta]`` only (partially observed), with
+  a numpy vector entry point;
+* ``BanditIndependent-v0``, ``BanditDependentUniform-v0``, ``BanditDependentEasy-v0``,
+  ``BanditDependentMedium-v0``, ``BanditDependentHard-v0``: two-armed Bernoulli bandit
+  episodes of Wang et al., "Learning to reinforcement learn", 2016,
+  https://arxiv.org/abs/1611.05763, with a numpy vector entry point.
+
+``make_vector_env`` / ``make_env`` build seeded environments (NEXT_STEP autoreset), with the
+standard Atari preprocessing for ``ALE/*`` ids and MinAtar support for ``MinAtar/*`` ids.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from tfagents_vtrace.envs.bandits import (
+    PROB_SETS,
+    TASKS,
+    TwoArmedBanditEnv,
+    TwoArmedBanditVectorEnv,
+    sample_probs,
+)
+from tfagents_vtrace.envs.cartpole import CartPoleNoVelEnv, CartPoleNoVelVectorEnv
+from tfagents_vtrace.envs.factory import MODES, make_env, make_vector_env
+
+# Bandit ids and their task family.
+BANDIT_IDS: dict[str, str] = {
+    "BanditIndependent-v0": "independent",
+    "BanditDependentUniform-v0": "dependent_uniform",
+    "BanditDependentEasy-v0": "dependent_easy",
+    "BanditDependentMedium-v0": "dependent_medium",
+    "BanditDependentHard-v0": "dependent_hard",
+}
+
+
+def _register() -> None:
+    """Registers the ids above with gymnasium (idempotent)."""
+    if "CartPoleNoVel-v1" not in gym.registry:
+        gym.register(
+            id="CartPoleNoVel-v1",
+            entry_point="tfagents_vtrace.envs.cartpole:CartPoleNoVelEnv",
+            vector_entry_point="tfagents_vtrace.envs.cartpole:CartPoleNoVelVectorEnv",
+            max_episode_steps=500,
+            reward_threshold=475.0,
+        )
+    for env_id, task in BANDIT_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(
+                id=env_id,
+                entry_point="tfagents_vtrace.envs.bandits:TwoArmedBanditEnv",
+                vector_entry_point="tfagents_vtrace.envs.bandits:TwoArmedBanditVectorEnv",
+                kwargs={"task": task},
+            )
+
+
+_register()
+
+__all__ = [
+    "BANDIT_IDS",
+    "MODES",
+    "PROB_SETS",
+    "TASKS",
+    "CartPoleNoVelEnv",
+    "CartPoleNoVelVectorEnv",
+    "TwoArmedBanditEnv",
+    "TwoArmedBanditVectorEnv",
+    "make_env",
+    "make_vector_env",
+    "sample_probs",
+]

@@ -1,0 +1,160 @@
+"""Environment factories: one seeded environment, or a seeded vector of them.
+
+Every vector environment built here uses gymnasium's NEXT_STEP autoreset (the default of
+gymnasium 1.x, and the only mode of the fast numpy entry points such as
+``CartPoleVectorEnv``): when sub-environment ``i`` ends at step ``t`` (terminated or
+truncated), the observation returned at ``t`` is the episode's final observation; the next
+``step`` ignores that sub-environment's action and returns the first observation of a new
+episode with reward 0 and ``terminated = truncated = False``.
+
+Seeding: :func:`make_vector_env` resets the vector once with ``seed`` (gymnasium seeds
+sub-environment ``i`` with ``seed + i`` in sync/async mode, one generator in the vectorized
+entry points) and seeds the action spaces, so every later ``reset()`` without a seed and every
+episode drawn by autoreset are reproducible from ``seed``.
+
+The training loops these envs feed follow Espeholt et al., "IMPALA", 2018,
+https://arxiv.org/abs/1802.01561 (many environments per actor, batched inference).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+MODES: tuple[str, ...] = ("auto", "sync", "async", "envpool")
+
+
+def _family(env_id: str) -> str:
+    """ "atari", "minatar" or "gym" from the id's namespace."""
+    if env_id.startswith("ALE/"):
+        return "atari"
+    if env_id.startswith("MinAtar/"):
+        return "minatar"
+    return "gym"
+
+
+def _seed_spaces(env: gym.Env | VectorEnv, seed: int) -> None:
+    """Seeds the action and observation spaces' samplers (used by random policies)."""
+    env.action_space.seed(seed)
+    env.observation_space.seed(seed)
+    if isinstance(env, VectorEnv):
+        env.single_action_space.seed(seed)
+        env.single_observation_space.seed(seed)
+
+
+def make_env(env_id: str, seed: int | None = None, **env_kwargs: Any) -> gym.Env:
+    """Builds one environment, with Atari / MinAtar preprocessing for those ids.
+
+    Args:
+      env_id: a registered gymnasium id (``tfagents_vtrace.envs`` registers its own ids on
+        import), ``"ALE/<Game>-v5"`` (needs the ``atari`` extra) or ``"MinAtar/<Game>-v1"``
+        (needs the ``minatar`` extra).
+      seed: when given, the environment is reset once with it and its spaces are seeded, so
+        later ``reset()`` calls without a seed are reproducible.
+      **env_kwargs: passed to the environment's constructor (e.g. ``num_trials`` for the
+        bandits).
+
+    Returns:
+      A ``gymnasium.Env``. Atari observations are uint8 ``[84, 84, 4]``; MinAtar ones are
+      ``[10, 10, C]`` (uint8 by default).
+    """
+    family = _family(env_id)
+    if family == "atari":
+        from tfagents_vtrace.envs import atari
+
+        env = atari.make_atari_env(env_id, **env_kwargs)
+    elif family == "minatar":
+        from tfagents_vtrace.envs import atari
+
+        env = atari.make_minatar_env(env_id, **env_kwargs)
+    else:
+        env = gym.make(env_id, **env_kwargs)
+    if seed is not None:
+        env.reset(seed=int(seed))
+        _seed_spaces(env, int(seed))
+    return env
+
+
+def _check_vector_args(num_envs: int, mode: str) -> None:
+    """Raises ValueError for a bad ``num_envs`` or ``mode``."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+        raise ValueError(f"num_envs: expected a positive int, received {num_envs!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {MODES}, received {mode!r}")
+
+
+def _gym_vector(env_id: str, num_envs: int, mode: str, env_kwargs: dict) -> VectorEnv:
+    """Vector env of a plain gymnasium id: vector entry point when 'auto' and available."""
+    spec = gym.spec(env_id)
+    if mode == "auto":
+        vmode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
+    else:
+        vmode = mode
+    vector_kwargs = {}
+    if vmode in ("sync", "async"):
+        vector_kwargs = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+    return gym.make_vec(
+        env_id,
+        num_envs=num_envs,
+        vectorization_mode=vmode,
+        vector_kwargs=vector_kwargs,
+        **env_kwargs,
+    )
+
+
+def make_vector_env(
+    env_id: str, num_envs: int, seed: int, *, mode: str = "auto", **env_kwargs: Any
+) -> VectorEnv:
+    """Builds ``num_envs`` copies of ``env_id`` as one seeded gymnasium ``VectorEnv``.
+
+    Args:
+      env_id: as in :func:`make_env`.
+      num_envs: number of sub-environments B; observations are ``[B, *obs_shape]``, rewards,
+        ``terminated`` and ``truncated`` are ``[B]``.
+      seed: seeds the first reset and the spaces (see the module docstring).
+      mode: ``"auto"`` (the env's vectorized entry point when it has one, e.g. CartPole,
+        CartPoleNoVel, the bandits, ALE's threaded ``AtariVectorEnv``; otherwise sync),
+        ``"sync"`` (``SyncVectorEnv``, one process), ``"async"`` (``AsyncVectorEnv``, one
+        process per sub-environment, for heavy envs) or ``"envpool"`` (when installed).
+      **env_kwargs: passed to each environment's constructor.
+
+    Returns:
+      A ``gymnasium.vector.VectorEnv`` with NEXT_STEP autoreset, already reset once.
+
+    Raises:
+      ValueError: bad ``num_envs`` or ``mode``.
+      ImportError: ``mode="envpool"`` without envpool, or an Atari / MinAtar id without its
+        extra.
+    """
+    _check_vector_args(num_envs, mode)
+    family = _family(env_id)
+    if mode == "envpool":
+        env = _envpool_vector(env_id, num_envs, int(seed), env_kwargs)
+    elif family == "atari":
+        from tfagents_vtrace.envs import atari
+
+        env = atari.make_atari_vector_env(env_id, num_envs, mode, **env_kwargs)
+    elif family == "minatar":
+        from tfagents_vtrace.envs import atari
+
+        env = atari.make_minatar_vector_env(env_id, num_envs, mode, **env_kwargs)
+    else:
+        env = _gym_vector(env_id, num_envs, mode, env_kwargs)
+    env.reset(seed=int(seed))
+    _seed_spaces(env, int(seed))
+    return env
+
+
+def _envpool_vector(env_id: str, num_envs: int, seed: int, env_kwargs: dict) -> VectorEnv:
+    """An envpool-backed VectorEnv (see :mod:`tfagents_vtrace.envs.envpool_adapter`)."""
+    if importlib.util.find_spec("envpool") is None:
+        raise ImportError(
+            "mode='envpool' needs the envpool package: pip install 'tfagents_vtrace[envpool]' "
+            "(or use mode='auto', 'sync' or 'async')"
+        )
+    from tfagents_vtrace.envs import envpool_adapter
+
+    return envpool_adapter.EnvpoolVectorEnv(env_id, num_envs, seed, **env_kwargs)
