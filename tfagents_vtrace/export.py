@@ -1,0 +1,170 @@
+"""SavedModel export of an actor-critic policy, loadable with plain TensorFlow.
+
+The exported model needs neither this package nor TensorFlow Probability to load and run
+(sampling is traced into graph ops), in the manner of TF-Agents' ``PolicySaver``::
+
+    import numpy as np
+    import tensorflow as tf
+
+    policy = tf.saved_model.load(path)
+    state = policy.get_initial_state(batch_size=tf.constant(B))
+    out = policy.action(observation=obs, first=first, prev_action=prev_action,
+                        prev_reward=prev_reward, state=state)
+    out["action"], out["state"], out["value"], out["log_prob"]  # + the distribution params
+    state = out["state"]
+    policy.greedy_action(...)   # same inputs; the mode (argmax, loc, or squashed loc)
+
+Inputs (batch size B is dynamic): observation ``[B, *obs_shape]`` (the observation space's
+dtype: float32, uint8, or int32 ids for Discrete spaces; a wrong shape or dtype is rejected),
+first ``[B]`` bool, prev_action ``[B]`` int32 or ``[B, A]`` float32, prev_reward ``[B]``
+float32, state a tuple of float32 ``[B, k]`` tensors. A feed-forward policy carries a dummy
+state ``(zeros [B, 1],)`` passed through unchanged, so every policy is driven by one loop.
+
+Signatures with flat named tensors for TF Serving: ``serving_default`` (= ``action``),
+``action``, ``greedy_action`` (inputs observation, first, prev_action, prev_reward, state_0,
+state_1, ...; outputs action, value, log_prob, the distribution parameters, state_0, ...) and
+``get_initial_state`` (input batch_size; outputs state_0, ...). ``policy.metadata`` is a string
+variable holding JSON: the network config, the spaces, ``policy_kind`` and ``state_sizes``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.networks import ActorCriticNetwork, NetInputs
+
+
+def _space_metadata(network: ActorCriticNetwork) -> dict:
+    obs, act = network.observation_spec, network.action_spec
+    meta = {
+        "network_config": network.config.to_dict(),
+        "observation_shape": list(obs.shape),
+        "observation_dtype": obs.dtype.name,
+        "action_shape": list(act.shape),
+        "action_dtype": act.dtype.name,
+        "is_discrete": network.is_discrete,
+        "num_actions": network.num_actions,
+        "policy_kind": network.policy_kind,
+        "state_sizes": list(network.state_sizes) or [1],
+        "recurrent": bool(network.state_sizes),
+    }
+    if network.action_low is not None:
+        meta["action_low"] = np.asarray(network.action_low).tolist()
+        meta["action_high"] = np.asarray(network.action_high).tolist()
+    return meta
+
+
+class _PolicyModule(tf.Module):
+    """The exported object: the network's variables plus traced acting functions."""
+
+    def __init__(self, network: ActorCriticNetwork):
+        super().__init__(name="policy")
+        self.network = network
+        self._recurrent = bool(network.state_sizes)
+        self._state_sizes = tuple(network.state_sizes) or (1,)
+        obs, act = network.observation_spec, network.action_spec
+        self._specs = [
+            tf.TensorSpec([None, *obs.shape], obs.dtype, name="observation"),
+            tf.TensorSpec([None], tf.bool, name="first"),
+            tf.TensorSpec([None, *act.shape], act.dtype, name="prev_action"),
+            tf.TensorSpec([None], tf.float32, name="prev_reward"),
+        ]
+        self._state_specs = tuple(
+            tf.TensorSpec([None, k], tf.float32, name=f"state_{i}")
+            for i, k in enumerate(self._state_sizes)
+        )
+        self.metadata = tf.Variable(json.dumps(_space_metadata(network)), trainable=False)
+        batch_spec = [tf.TensorSpec([], tf.int32, name="batch_size")]
+        full_spec = [*self._specs, self._state_specs]
+        self.get_initial_state = tf.function(self._initial_state, input_signature=batch_spec)
+        self.action = tf.function(self._action, input_signature=full_spec)
+        self.greedy_action = tf.function(self._greedy_action, input_signature=full_spec)
+
+    def _initial_state(self, batch_size):
+        if self._recurrent:
+            return tuple(self.network.initial_state(batch_size))
+        return (tf.zeros([batch_size, 1], tf.float32),)
+
+    def _step(self, observation, first, prev_action, prev_reward, state, greedy: bool):
+        inputs = NetInputs(observation, first, prev_action, prev_reward)
+        net_state = tuple(state) if self._recurrent else ()
+        out = self.network(inputs, net_state)
+        if greedy:
+            action = self.network.greedy_action(out.policy)
+        else:
+            action = self.network.distribution(out.policy).sample()
+        log_prob = self.network.distribution(out.policy).log_prob(action)
+        result = {"action": action, "value": out.value, "log_prob": log_prob}
+        result.update(out.policy)
+        result["state"] = tuple(out.state) if self._recurrent else tuple(state)
+        return result
+
+    def _action(self, observation, first, prev_action, prev_reward, state):
+        return self._step(observation, first, prev_action, prev_reward, state, greedy=False)
+
+    def _greedy_action(self, observation, first, prev_action, prev_reward, state):
+        return self._step(observation, first, prev_action, prev_reward, state, greedy=True)
+
+    def serving_signatures(self) -> dict:
+        """Concrete functions with flat named inputs/outputs for TF Serving."""
+        flat_spec = [*self._specs, *self._state_specs]
+        n = len(self._state_specs)
+
+        def flatten(out: dict) -> dict:
+            flat = {k: v for k, v in out.items() if k != "state"}
+            flat.update({f"state_{i}": s for i, s in enumerate(out["state"])})
+            return flat
+
+        def make(step_fn):
+            def flat_fn(observation, first, prev_action, prev_reward, *states):
+                return flatten(step_fn(observation, first, prev_action, prev_reward, states))
+
+            return tf.function(flat_fn, input_signature=flat_spec).get_concrete_function()
+
+        def init_flat(batch_size):
+            return {f"state_{i}": s for i, s in enumerate(self._initial_state(batch_size))}
+
+        init = tf.function(init_flat, input_signature=[tf.TensorSpec([], tf.int32, "batch_size")])
+        action = make(self._action)
+        assert n == len(self._state_sizes)
+        return {
+            "serving_default": action,
+            "action": action,
+            "greedy_action": make(self._greedy_action),
+            "get_initial_state": init.get_concrete_function(),
+        }
+
+
+def export_policy(
+    network: ActorCriticNetwork, path: str | os.PathLike, *, overwrite: bool = False
+) -> str:
+    """Writes ``network`` as a SavedModel policy at ``path`` (see the module docstring).
+
+    Args:
+      network: a built :class:`ActorCriticNetwork` (``make_network`` output).
+      path: output directory.
+      overwrite: replace an existing non-empty ``path``; otherwise that raises ValueError.
+    Returns:
+      ``path`` as a string.
+    """
+    path = os.fspath(path)
+    if not isinstance(network, ActorCriticNetwork):
+        raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
+    exists = os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path))
+    if exists:
+        if not overwrite:
+            raise ValueError(
+                f"path {path!r} exists and is not empty; pass overwrite=True to replace it"
+            )
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    module = _PolicyModule(network)
+    tf.saved_model.save(module, path, signatures=module.serving_signatures())
+    return path

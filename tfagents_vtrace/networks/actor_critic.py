@@ -1,0 +1,262 @@
+"""The composed actor-critic network: torso -> [meta-RL inputs] -> [LSTM core] -> heads.
+
+One model serves acting (one step, ``net(inputs, state)``) and learning (``net.unroll`` over
+``[T, B]``, resetting the LSTM where ``first``), as in IMPALA (Espeholt et al. 2018,
+https://arxiv.org/abs/1802.01561) and the meta-RL A3C of Wang et al. 2016
+(https://arxiv.org/abs/1611.05763), whose core input is ``[features, one_hot(a_{t-1}),
+r_{t-1}, t]``. ``prev_action`` and ``prev_reward`` are zeroed inside the network where
+``first`` is true, so an episode never sees the previous episode's last action or reward.
+
+Shapes (one step / unroll): observation ``[B, *obs]`` / ``[T, B, *obs]`` (float32, uint8, or
+int32 ids for a Discrete observation space), first ``[B]`` bool, prev_action ``[B]`` int32
+(discrete) or ``[B, A]`` float32, prev_reward ``[B]`` float32. Outputs: policy params
+``[B, A]`` each, value ``[B]``, q ``[B, A]`` (discrete Q head) or ``[B]`` (the stochastic
+dueling Q of the given ``actions``) or None, state a tuple of float32 ``[B, k]`` (``()`` when
+feed-forward). Gradients flow into every weight; inputs receive none.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.networks import distributions, heads, torsos
+from tfagents_vtrace.networks.config import NetworkConfig
+from tfagents_vtrace.networks.core import LSTMCore
+
+NetInputs = collections.namedtuple(
+    "NetInputs", ["observation", "first", "prev_action", "prev_reward"]
+)
+NetOutput = collections.namedtuple("NetOutput", ["policy", "value", "q", "state"])
+
+
+def _merge_time(x: tf.Tensor) -> tf.Tensor:
+    """``[T, B, ...] -> [T * B, ...]``."""
+    return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], 0))
+
+
+def _split_time(x: tf.Tensor, t: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+    """``[T * B, ...] -> [T, B, ...]``."""
+    return tf.reshape(x, tf.concat([[t, b], tf.shape(x)[1:]], 0))
+
+
+class ActorCriticNetwork(keras.Model):
+    """Actor-critic network built from a :class:`NetworkConfig` and gymnasium spaces.
+
+    Attributes:
+      config, observation_space, action_space: as given.
+      is_discrete: Discrete action space. num_actions (discrete) or action_dim (Box).
+      policy_kind: "categorical" | "gaussian" | "tanh_gaussian".
+      observation_spec / action_spec: ``tf.TensorSpec`` of one (unbatched) observation/action.
+      state_sizes: last-dim size of each state tensor (``()`` when feed-forward).
+    """
+
+    def __init__(self, config: NetworkConfig, observation_space, action_space, **kw):
+        super().__init__(**kw)
+        self.config = config
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self._setup_spaces(config, observation_space, action_space)
+        self.torso = self._make_torso(config)
+        self.core = None
+        if config.core == "lstm":
+            self.core = LSTMCore(config.lstm_size, config.use_time_step, config.time_step_scale)
+        n_out = self.num_actions if self.is_discrete else self.action_dim
+        if self.policy_kind == "categorical":
+            self.policy_head = heads.CategoricalHead(n_out, config.policy_init_scale)
+        else:
+            self.policy_head = heads.GaussianHead(
+                n_out, config.gaussian_std, config.init_std, config.min_std,
+                config.policy_init_scale,
+            )  # fmt: skip
+        self.q_head = None
+        self.value_head = None
+        if config.q_head == "stochastic_dueling":
+            self.q_head = heads.StochasticDuelingHead(config.sdn_hidden_sizes, config.activation)
+        else:
+            self.value_head = heads.ValueHead()
+            if config.q_head == "discrete":
+                self.q_head = heads.DiscreteQHead(self.num_actions)
+        # Build every variable now (checkpoints, get_weights, MirroredStrategy scopes).
+        actions = self.dummy_actions(1) if config.q_head == "stochastic_dueling" else None
+        self(self.dummy_inputs(1), self.initial_state(1), actions=actions)
+        if self.core is not None:
+            self.core.built = True
+
+    def build(self, *args, **kwargs):
+        """Sublayers build on the first call (made by ``__init__``)."""
+        self.built = True
+
+    # ----------------------------------------------------------------- construction helpers
+    def _setup_spaces(self, config, observation_space, action_space) -> None:
+        if isinstance(observation_space, gym.spaces.Discrete):
+            self.obs_categories = int(observation_space.n)
+            self.observation_spec = tf.TensorSpec([], tf.int32, name="observation")
+        elif isinstance(observation_space, gym.spaces.Box):
+            self.obs_categories = None
+            dtype = tf.uint8 if observation_space.dtype == np.uint8 else tf.float32
+            self.observation_spec = tf.TensorSpec(observation_space.shape, dtype, "observation")
+        else:
+            raise ValueError(
+                f"observation_space must be Box or Discrete, got {type(observation_space)}"
+            )
+        self.action_low = self.action_high = None
+        if isinstance(action_space, gym.spaces.Discrete):
+            self.is_discrete, self.num_actions, self.action_dim = True, int(action_space.n), None
+            self.action_spec = tf.TensorSpec([], tf.int32, name="action")
+            kind = "categorical" if config.policy_head == "auto" else config.policy_head
+            if kind != "categorical":
+                raise ValueError(f"policy_head={kind!r} needs a Box action space, got Discrete")
+        elif isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
+            self.is_discrete, self.num_actions = False, None
+            self.action_dim = int(action_space.shape[0])
+            self.action_spec = tf.TensorSpec([self.action_dim], tf.float32, name="action")
+            self.action_low = np.asarray(action_space.low, np.float32)
+            self.action_high = np.asarray(action_space.high, np.float32)
+            kind = "gaussian" if config.policy_head == "auto" else config.policy_head
+            if kind == "categorical":
+                raise ValueError("policy_head='categorical' needs a Discrete action space, got Box")
+            if kind == "tanh_gaussian":
+                distributions.check_bounds(self.action_low, self.action_high)
+        else:
+            raise ValueError(f"action_space must be Discrete or a rank-1 Box, got {action_space!r}")
+        if config.q_head == "discrete" and not self.is_discrete:
+            raise ValueError("q_head='discrete' needs a Discrete action space, got Box")
+        self.policy_kind = kind
+
+    def _make_torso(self, config: NetworkConfig) -> keras.layers.Layer:
+        rank = len(self.observation_spec.shape)
+        if config.torso == "mlp":
+            return torsos.MLPTorso(config.hidden_sizes, config.activation)
+        if rank != 3:
+            raise ValueError(
+                f"torso={config.torso!r} needs [H, W, C] observations, got shape "
+                f"{tuple(self.observation_spec.shape)}"
+            )
+        if config.torso == "nature_cnn":
+            return torsos.NatureCNN(config.cnn_dense_size or 512)
+        return torsos.ImpalaResNet(dense_size=config.cnn_dense_size or 256)
+
+    # ------------------------------------------------------------------------ public API
+    @property
+    def state_sizes(self) -> tuple[int, ...]:
+        """Last-dim size of each recurrent state tensor; ``()`` for feed-forward networks."""
+        return self.core.state_sizes if self.core is not None else ()
+
+    def initial_state(self, batch_size) -> tuple[tf.Tensor, ...]:
+        """Zero recurrent state for ``batch_size`` (int or scalar tensor); ``()`` if none."""
+        return self.core.initial_state(batch_size) if self.core is not None else ()
+
+    def dummy_inputs(self, batch_size: int, time: int | None = None) -> NetInputs:
+        """All-zero inputs ``[B, ...]`` (or ``[T, B, ...]`` when ``time`` is given), first=True."""
+        lead = [batch_size] if time is None else [time, batch_size]
+        obs = tf.zeros(lead + list(self.observation_spec.shape), self.observation_spec.dtype)
+        return NetInputs(
+            observation=obs,
+            first=tf.ones(lead, tf.bool),
+            prev_action=self.dummy_actions(batch_size, time),
+            prev_reward=tf.zeros(lead, tf.float32),
+        )
+
+    def dummy_actions(self, batch_size: int, time: int | None = None) -> tf.Tensor:
+        """Zero actions ``[B]`` int32 / ``[B, A]`` float32 (with a leading T if given)."""
+        lead = [batch_size] if time is None else [time, batch_size]
+        return tf.zeros(lead + list(self.action_spec.shape), self.action_spec.dtype)
+
+    def distribution(self, policy: dict[str, tf.Tensor]):
+        """``tfp`` distribution of the policy params, see distributions.py."""
+        return distributions.make_distribution(
+            self.policy_kind, policy, self.action_low, self.action_high
+        )
+
+    def greedy_action(self, policy: dict[str, tf.Tensor]) -> tf.Tensor:
+        """Deterministic action: argmax (int32), loc, or ``mid + half_range * tanh(loc)``."""
+        return distributions.greedy_action(
+            self.policy_kind, policy, self.action_low, self.action_high
+        )
+
+    def encode_action(self, action: tf.Tensor) -> tf.Tensor:
+        """Actions as float vectors: one-hot ``[..., num_actions]`` or float32 ``[..., A]``."""
+        if self.is_discrete:
+            return tf.one_hot(tf.cast(action, tf.int32), self.num_actions, dtype=tf.float32)
+        return tf.cast(action, tf.float32)
+
+    def call(self, inputs: NetInputs, state=(), actions=None, training=None) -> NetOutput:
+        """One step. See the module docstring for shapes. ``actions`` ``[B]``/``[B, A]`` is
+        used only by the stochastic dueling head (q = Q~(s, actions), else q is None)."""
+        inputs = NetInputs(*inputs)
+        x = self._core_input(self.torso(inputs.observation), inputs)
+        new_state = ()
+        if self.core is not None:
+            x, new_state = self.core.step(x, inputs.first, tuple(state))
+        policy, value, q = self._heads(x, actions)
+        return NetOutput(policy, value, q, new_state)
+
+    def unroll(self, inputs: NetInputs, state=(), actions=None) -> NetOutput:
+        """Unroll over ``[T, B]`` (T >= 1), resetting the core where ``first``; equals T steps.
+
+        Returns NetOutput with ``[T, B, ...]`` policy/value/q and the final state ``[B, k]``.
+        """
+        inputs = NetInputs(*inputs)
+        obs = tf.convert_to_tensor(inputs.observation)
+        t, b = tf.shape(obs)[0], tf.shape(obs)[1]
+        feats = _split_time(self.torso(_merge_time(obs)), t, b)
+        x = self._core_input(feats, inputs)
+        new_state = ()
+        if self.core is not None:
+            x, new_state = self.core.unroll(x, inputs.first, tuple(state))
+        flat_actions = None if actions is None else _merge_time(tf.convert_to_tensor(actions))
+        policy, value, q = self._heads(_merge_time(x), flat_actions)
+        split = lambda v: None if v is None else _split_time(v, t, b)
+        policy = {k: split(v) for k, v in policy.items()}
+        return NetOutput(policy, split(value), split(q), new_state)
+
+    # ------------------------------------------------------------------------ internals
+    def _core_input(self, features: tf.Tensor, inputs: NetInputs) -> tf.Tensor:
+        """Concatenates the (first-masked) previous action and reward to ``[..., F]``."""
+        cfg = self.config
+        if not (cfg.use_prev_action or cfg.use_prev_reward):
+            return features
+        keep = 1.0 - tf.cast(inputs.first, tf.float32)
+        parts = [features]
+        if cfg.use_prev_action:
+            parts.append(self.encode_action(inputs.prev_action) * keep[..., None])
+        if cfg.use_prev_reward:
+            parts.append((tf.cast(inputs.prev_reward, tf.float32) * keep)[..., None])
+        return tf.concat(parts, axis=-1)
+
+    def _heads(self, x: tf.Tensor, actions):
+        """Heads on ``[N, F]`` -> (policy dict, value ``[N]``, q or None)."""
+        policy = self.policy_head(x)
+        q = None
+        if self.config.q_head == "stochastic_dueling":
+            if actions is None:
+                value = self.q_head.value_head(x)
+            else:
+                dist = self.distribution(policy)
+                sampled = tf.stop_gradient(dist.sample(self.config.sdn_num_samples))
+                q, value = self.q_head(x, self.encode_action(actions), self.encode_action(sampled))
+        else:
+            value = self.value_head(x)
+            if self.q_head is not None:
+                q = self.q_head(x)
+        return policy, value, q
+
+
+def make_network(config: NetworkConfig, observation_space, action_space) -> ActorCriticNetwork:
+    """Builds (and runs once, creating all variables) the network named by ``config``.
+
+    Args:
+      config: a :class:`NetworkConfig`.
+      observation_space: gymnasium Box (float or uint8) or Discrete.
+      action_space: gymnasium Discrete or rank-1 Box.
+    Raises:
+      ValueError: when the config and the spaces don't fit together.
+    """
+    if not isinstance(config, NetworkConfig):
+        raise ValueError(f"config must be a NetworkConfig, got {type(config).__name__}")
+    return ActorCriticNetwork(config, observation_space, action_space)

@@ -1,0 +1,126 @@
+"""Network configuration: one frozen dataclass that names every architectural choice.
+
+Agents and experiments choose networks by name through :class:`NetworkConfig` and
+:func:`tfagents_vtrace.networks.make_network`. The architectures follow the papers:
+
+* Nature CNN: Mnih et al. 2015, "Human-level control through deep RL" (Nature 518).
+* IMPALA deep ResNet: Espeholt et al. 2018, https://arxiv.org/abs/1802.01561.
+* Meta-RL inputs (previous action, previous reward, time step into the LSTM):
+  Wang et al. 2016, https://arxiv.org/abs/1611.05763.
+* Stochastic dueling network: Wang et al. 2016 (ACER), https://arxiv.org/abs/1611.01224.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+TORSOS = ("mlp", "nature_cnn", "impala_resnet")
+CORES = (None, "lstm")
+POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
+GAUSSIAN_STDS = ("state", "global")
+Q_HEADS = (None, "discrete", "stochastic_dueling")
+
+
+def _check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"NetworkConfig.{name} must be one of {choices}, got {value!r}")
+
+
+def _check_positive(name: str, value, *, allow_zero: bool = False) -> None:
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"NetworkConfig.{name} must be > 0, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+    """Architecture of an actor-critic network (see ``make_network``).
+
+    The forward pass is ``observation -> torso -> [meta-RL inputs] -> [core] -> heads``.
+    """
+
+    # Torso: "mlp" (dense layers on the flattened observation), "nature_cnn" (3 convs + dense
+    # `cnn_dense_size` or 512), "impala_resnet" (3 stages 16/32/32 of conv + max-pool + 2
+    # residual blocks, then dense `cnn_dense_size` or 256). uint8 observations are scaled to
+    # [0, 1] inside every torso; Discrete observations are one-hot encoded.
+    torso: str = "mlp"
+    # Hidden layer sizes of the MLP torso (ignored by the CNN torsos).
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    # Activation of the MLP torso layers (any Keras activation name). CNNs use relu.
+    activation: str = "tanh"
+    # Width of the dense layer that ends a CNN torso; None = the paper's (512 Nature, 256 IMPALA).
+    cnn_dense_size: int | None = None
+    # Recurrent core: None (feed-forward, state is ()) or "lstm".
+    core: str | None = None
+    # Number of LSTM units.
+    lstm_size: int = 128
+    # Concatenate the previous action (one-hot when discrete) to the core input (meta-RL).
+    use_prev_action: bool = False
+    # Concatenate the previous reward to the core input (meta-RL).
+    use_prev_reward: bool = False
+    # Concatenate the time step within the episode (counted in the recurrent state, reset
+    # where `first`) to the core input; requires core="lstm".
+    use_time_step: bool = False
+    # The time-step input is `t * time_step_scale` (keeps the input O(1) on long episodes).
+    time_step_scale: float = 0.01
+    # Policy head: "categorical" (Discrete actions), "gaussian" (diagonal Normal),
+    # "tanh_gaussian" (Normal squashed by tanh into the Box bounds) or "auto" (categorical
+    # for Discrete, gaussian for Box).
+    policy_head: str = "auto"
+    # Gaussian std: "state" (a dense output of the features) or "global" (a learned vector).
+    gaussian_std: str = "state"
+    # Initial std of the Gaussian heads (sets the bias / global parameter at construction).
+    init_std: float = 1.0
+    # Lower bound added to the Gaussian std: scale = softplus(raw) + min_std.
+    min_std: float = 1e-3
+    # Scale of the orthogonal initializer of the policy output layer (small = near-uniform).
+    policy_init_scale: float = 0.01
+    # Q head: None, "discrete" (Q(s, .) for Discrete actions) or "stochastic_dueling"
+    # (ACER's SDN: Q(s,a) = V(s) + A(s,a) - mean_i A(s,a'_i), a'_i ~ pi).
+    q_head: str | None = None
+    # Number of sampled actions a'_i in the stochastic dueling network.
+    sdn_num_samples: int = 5
+    # Hidden sizes of the advantage MLP A(s, a) of the stochastic dueling network.
+    sdn_hidden_sizes: tuple[int, ...] = (64,)
+
+    def __post_init__(self):
+        _check_choice("torso", self.torso, TORSOS)
+        _check_choice("core", self.core, CORES)
+        _check_choice("policy_head", self.policy_head, POLICY_HEADS)
+        _check_choice("gaussian_std", self.gaussian_std, GAUSSIAN_STDS)
+        _check_choice("q_head", self.q_head, Q_HEADS)
+        # Lists (e.g. from JSON) become tuples so the config stays hashable.
+        object.__setattr__(self, "hidden_sizes", tuple(int(h) for h in self.hidden_sizes))
+        object.__setattr__(self, "sdn_hidden_sizes", tuple(int(h) for h in self.sdn_hidden_sizes))
+        for h in self.hidden_sizes:
+            _check_positive("hidden_sizes", h)
+        for h in self.sdn_hidden_sizes:
+            _check_positive("sdn_hidden_sizes", h)
+        if self.cnn_dense_size is not None:
+            _check_positive("cnn_dense_size", self.cnn_dense_size)
+        _check_positive("lstm_size", self.lstm_size)
+        _check_positive("time_step_scale", self.time_step_scale)
+        _check_positive("init_std", self.init_std)
+        _check_positive("min_std", self.min_std, allow_zero=True)
+        if self.min_std >= self.init_std:
+            raise ValueError(
+                f"NetworkConfig.min_std ({self.min_std}) must be < init_std ({self.init_std})"
+            )
+        _check_positive("policy_init_scale", self.policy_init_scale)
+        _check_positive("sdn_num_samples", self.sdn_num_samples)
+        if self.use_time_step and self.core is None:
+            raise ValueError("NetworkConfig.use_time_step=True requires core='lstm', got None")
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict (tuples become lists); inverse of ``from_dict``."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> NetworkConfig:
+        """Builds a config from ``to_dict`` output; unknown keys raise ValueError."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"NetworkConfig.from_dict: unknown fields {unknown}")
+        return cls(**d)

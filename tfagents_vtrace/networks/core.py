@@ -1,0 +1,99 @@
+"""LSTM core that resets its state where an episode starts, stepping or unrolling ``[T, B]``.
+
+The recurrent state is a flat tuple of float32 tensors ``(h [B, H], c [B, H])``, plus
+``t [B, 1]`` (the time step within the episode) when ``use_time_step`` is set, as in the
+meta-RL LSTM of Wang et al. 2016 (https://arxiv.org/abs/1611.05763), whose core input is
+``[features, one_hot(a_{t-1}), r_{t-1}, t]``. The reset-where-first unroll follows IMPALA
+(Espeholt et al. 2018, https://arxiv.org/abs/1802.01561).
+
+Recursion, for each step t and batch entry b::
+
+    s_t^b = 0                      if first_t^b else s_{t-1}^b      (h, c and the counter t)
+    x_t^b = [x_t^b, time_step_scale * t^b]                          (if use_time_step)
+    (y_t^b, (h, c)) = LSTMCell(x_t^b, (h, c))
+    t^b <- t^b + 1
+
+``unroll`` runs that recursion with ``tf.scan`` (a while loop: T may be dynamic, and it
+compiles under XLA), so stepping T times equals one unroll.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+
+def reset_where_first(state: tuple[tf.Tensor, ...], first: tf.Tensor) -> tuple[tf.Tensor, ...]:
+    """Zeroes each ``[B, ...]`` state tensor for the batch entries where ``first`` ([B] bool)."""
+    keep = 1.0 - tf.cast(first, tf.float32)
+    out = []
+    for s in state:
+        k = tf.reshape(keep, [-1] + [1] * (s.shape.rank - 1))
+        out.append(s * tf.cast(k, s.dtype))
+    return tuple(out)
+
+
+class LSTMCore(keras.layers.Layer):
+    """``keras.layers.LSTMCell`` with reset-where-first, a step and a ``[T, B]`` unroll.
+
+    Args:
+      units: LSTM size H.
+      use_time_step: keep a per-entry step counter in the state and append
+        ``time_step_scale * t`` to the input.
+      time_step_scale: scale of the time-step input.
+    """
+
+    def __init__(
+        self, units: int, use_time_step: bool = False, time_step_scale: float = 0.01, **kw
+    ):
+        super().__init__(**kw)
+        self.units = int(units)
+        self.use_time_step = bool(use_time_step)
+        self.time_step_scale = float(time_step_scale)
+        self.cell = keras.layers.LSTMCell(self.units)
+
+    @property
+    def state_sizes(self) -> tuple[int, ...]:
+        """Last-dimension size of each state tensor: ``(H, H)`` or ``(H, H, 1)``."""
+        return (self.units, self.units, 1) if self.use_time_step else (self.units, self.units)
+
+    def initial_state(self, batch_size) -> tuple[tf.Tensor, ...]:
+        """Zero state: tuple of float32 ``[batch_size, size]`` for size in ``state_sizes``."""
+        return tuple(tf.zeros([batch_size, n], tf.float32) for n in self.state_sizes)
+
+    def step(
+        self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
+    ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
+        """One step: x ``[B, F]``, first ``[B]`` bool, state -> (y ``[B, H]``, new state)."""
+        state = reset_where_first(tuple(state), first)
+        h, c = state[0], state[1]
+        if self.use_time_step:
+            x = tf.concat([x, self.time_step_scale * state[2]], axis=-1)
+        y, (h, c) = self.cell(x, [h, c])
+        if self.use_time_step:
+            return y, (h, c, state[2] + 1.0)
+        return y, (h, c)
+
+    def call(self, x, first, state):
+        return self.step(x, first, state)
+
+    def unroll(
+        self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
+    ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
+        """Unroll over time. x ``[T, B, F]``, first ``[T, B]`` -> (y ``[T, B, H]``, final state).
+
+        T must be >= 1.
+        Equivalent to calling ``step`` T times; gradients flow through the whole unroll
+        (truncated at resets, where the state is multiplied by zero).
+        """
+        state = tuple(state)
+        batch = tf.shape(x)[1]
+        y0 = tf.zeros([batch, self.units], tf.float32)
+
+        def body(carry, inputs):
+            _, s = carry
+            xt, ft = inputs
+            return self.step(xt, ft, s)
+
+        ys, states = tf.scan(body, (x, first), initializer=(y0, state))
+        return ys, tuple(s[-1] for s in states)

@@ -1,0 +1,83 @@
+"""``tfp.distributions`` built from the policy-parameter dicts that the heads emit.
+
+* "categorical": ``Categorical(logits, dtype=int32)``; mode = argmax.
+* "gaussian": ``Independent(Normal(loc, scale), 1)`` (the action dim is the event); mode = loc.
+  Samples are unbounded: clip to the action bounds in the environment wrapper if needed.
+* "tanh_gaussian": ``TransformedDistribution(Independent(Normal(loc, scale), 1),
+  Shift(mid) o Scale(half_range) o Tanh)`` with ``mid = (high + low) / 2`` and
+  ``half_range = (high - low) / 2``, the squashed Gaussian of SAC (Haarnoja et al. 2018,
+  https://arxiv.org/abs/1801.01290). Its greedy action is ``mid + half_range * tanh(loc)``,
+  the image of the Gaussian mode (not the mode of the squashed density, which has no closed
+  form); ``log_prob`` includes the tanh Jacobian and is infinite exactly at the bounds.
+
+Batch shape is the leading dims of the parameters (``[B]`` or ``[T, B]``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+tfd = tfp.distributions
+tfb = tfp.bijectors
+
+POLICY_KINDS = ("categorical", "gaussian", "tanh_gaussian")
+
+
+def make_distribution(
+    kind: str,
+    policy: dict[str, tf.Tensor],
+    low: np.ndarray | None = None,
+    high: np.ndarray | None = None,
+) -> tfd.Distribution:
+    """The distribution of ``kind`` with the parameters in ``policy`` (see module docstring).
+
+    ``low``/``high`` (``[A]``, finite) are required for "tanh_gaussian".
+    """
+    if kind == "categorical":
+        return tfd.Categorical(logits=policy["logits"], dtype=tf.int32)
+    base = tfd.Independent(
+        tfd.Normal(loc=policy["loc"], scale=policy["scale"]), reinterpreted_batch_ndims=1
+    )
+    if kind == "gaussian":
+        return base
+    if kind == "tanh_gaussian":
+        mid, half = _mid_half(low, high)
+        bijector = tfb.Chain([tfb.Shift(mid), tfb.Scale(half), tfb.Tanh()])
+        return tfd.TransformedDistribution(base, bijector)
+    raise ValueError(f"kind must be one of {POLICY_KINDS}, got {kind!r}")
+
+
+def greedy_action(
+    kind: str,
+    policy: dict[str, tf.Tensor],
+    low: np.ndarray | None = None,
+    high: np.ndarray | None = None,
+) -> tf.Tensor:
+    """The deterministic (greedy) action: argmax logits (int32), loc, or the squashed loc."""
+    if kind == "categorical":
+        return tf.argmax(policy["logits"], axis=-1, output_type=tf.int32)
+    if kind == "gaussian":
+        return tf.identity(policy["loc"])
+    if kind == "tanh_gaussian":
+        mid, half = _mid_half(low, high)
+        return mid + half * tf.tanh(policy["loc"])
+    raise ValueError(f"kind must be one of {POLICY_KINDS}, got {kind!r}")
+
+
+def check_bounds(low, high) -> None:
+    """Raises ValueError unless ``low``/``high`` are finite arrays (needed by tanh_gaussian)."""
+    if low is None or high is None:
+        raise ValueError("tanh_gaussian needs finite action bounds low/high, got None")
+    low = np.asarray(low, np.float32)
+    high = np.asarray(high, np.float32)
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        raise ValueError(f"tanh_gaussian needs finite action bounds, got low={low} high={high}")
+
+
+def _mid_half(low, high) -> tuple[tf.Tensor, tf.Tensor]:
+    check_bounds(low, high)
+    low = np.asarray(low, np.float32)
+    high = np.asarray(high, np.float32)
+    return tf.constant((high + low) / 2.0), tf.constant((high - low) / 2.0)

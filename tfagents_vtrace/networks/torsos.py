@@ -1,0 +1,134 @@
+"""Feature extractors ("torsos") mapping a batch of observations to a feature vector.
+
+* :class:`MLPTorso`: dense layers on the flattened observation.
+* :class:`NatureCNN`: the DQN network of Mnih et al. 2015 (Nature 518, 529-533):
+  conv 32x8x8/4, conv 64x4x4/2, conv 64x3x3/1, dense 512, relu throughout.
+* :class:`ImpalaResNet`: the deep ResNet of IMPALA (Espeholt et al. 2018,
+  https://arxiv.org/abs/1802.01561, Fig. 3): three stages with 16, 32, 32 channels, each
+  conv 3x3 -> max-pool 3x3/2 -> two residual blocks (relu, conv, relu, conv, + skip),
+  then relu, flatten and dense 256 with relu.
+
+All torsos take ``[N, *obs_shape]`` (float32, or uint8 which is scaled to [0, 1] inside) and
+return ``[N, output_size]`` float32. Gradients flow into all their weights (not the input).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+
+def preprocess_observation(observation: tf.Tensor, num_categories: int | None = None) -> tf.Tensor:
+    """Casts observations to float32: uint8 -> [0, 1]; integer ids -> one-hot if ``num_categories``.
+
+    Args:
+      observation: ``[N, *obs_shape]`` (any dtype), or ``[N]`` integer ids when
+        ``num_categories`` is given (a Discrete observation space).
+    Returns:
+      float32 ``[N, *obs_shape]`` or ``[N, num_categories]``.
+    """
+    if num_categories is not None:
+        return tf.one_hot(tf.cast(observation, tf.int32), num_categories, dtype=tf.float32)
+    if observation.dtype == tf.uint8:
+        return tf.cast(observation, tf.float32) * (1.0 / 255.0)
+    return tf.cast(observation, tf.float32)
+
+
+class MLPTorso(keras.layers.Layer):
+    """Flatten, then dense layers: ``[N, *obs_shape] -> [N, hidden_sizes[-1]]``.
+
+    With empty ``hidden_sizes`` the output is the flattened observation.
+    """
+
+    def __init__(self, hidden_sizes: tuple[int, ...] = (64, 64), activation: str = "tanh", **kw):
+        super().__init__(**kw)
+        self.hidden_sizes = tuple(hidden_sizes)
+        self.dense_layers = [
+            keras.layers.Dense(
+                h, activation=activation, kernel_initializer=keras.initializers.Orthogonal(1.0)
+            )
+            for h in self.hidden_sizes
+        ]
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        x = preprocess_observation(x)
+        flat = 1
+        for d in x.shape[1:]:
+            flat *= int(d)
+        x = tf.reshape(x, [-1, flat])
+        for layer in self.dense_layers:
+            x = layer(x)
+        return x
+
+
+class NatureCNN(keras.layers.Layer):
+    """The Nature DQN torso: ``[N, H, W, C]`` frames -> ``[N, dense_size]`` (relu)."""
+
+    def __init__(self, dense_size: int = 512, **kw):
+        super().__init__(**kw)
+        self.convs = [
+            keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
+            keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
+            keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+        ]
+        self.flatten = keras.layers.Flatten()
+        self.dense = keras.layers.Dense(dense_size, activation="relu")
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        x = preprocess_observation(x)
+        for conv in self.convs:
+            x = conv(x)
+        return self.dense(self.flatten(x))
+
+
+class _ResidualBlock(keras.layers.Layer):
+    """``x + conv(relu(conv(relu(x))))`` with 3x3 same-padded convolutions."""
+
+    def __init__(self, channels: int, **kw):
+        super().__init__(**kw)
+        self.conv0 = keras.layers.Conv2D(channels, 3, padding="same")
+        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same")
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        y = self.conv0(tf.nn.relu(x))
+        y = self.conv1(tf.nn.relu(y))
+        return x + y
+
+
+class ImpalaResNet(keras.layers.Layer):
+    """The IMPALA deep ResNet torso: ``[N, H, W, C]`` -> ``[N, dense_size]``.
+
+    Each stage (channels 16, 32, 32): conv 3x3 same, max-pool 3x3 stride 2 same, then two
+    residual blocks. Spatial size shrinks by ~2 per stage (84 -> 42 -> 21 -> 11).
+    """
+
+    def __init__(self, channels: tuple[int, ...] = (16, 32, 32), dense_size: int = 256, **kw):
+        super().__init__(**kw)
+        self.stage_convs = [keras.layers.Conv2D(ch, 3, padding="same") for ch in channels]
+        self.stage_pools = [
+            keras.layers.MaxPooling2D(pool_size=3, strides=2, padding="same") for _ in channels
+        ]
+        self.stage_blocks = [[_ResidualBlock(ch), _ResidualBlock(ch)] for ch in channels]
+        self.flatten = keras.layers.Flatten()
+        self.dense = keras.layers.Dense(dense_size, activation="relu")
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        x = preprocess_observation(x)
+        for conv, pool, (block0, block1) in zip(
+            self.stage_convs, self.stage_pools, self.stage_blocks
+        ):
+            x = block1(block0(pool(conv(x))))
+        x = tf.nn.relu(x)
+        return self.dense(self.flatten(x))
