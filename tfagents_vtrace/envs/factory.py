@@ -148,9 +148,14 @@ def make_vector_env(
     return env
 
 
+def _has_module(name: str) -> bool:
+    """Whether ``name`` can be imported (an optional extra is installed)."""
+    return importlib.util.find_spec(name) is not None
+
+
 def _envpool_vector(env_id: str, num_envs: int, seed: int, env_kwargs: dict) -> VectorEnv:
     """An envpool-backed VectorEnv (see :mod:`tfagents_vtrace.envs.envpool_adapter`)."""
-    if importlib.util.find_spec("envpool") is None:
+    if not _has_module("envpool"):
         raise ImportError(
             "mode='envpool' needs the envpool package: pip install 'tfagents_vtrace[envpool]' "
             "(or use mode='auto', 'sync' or 'async')"
