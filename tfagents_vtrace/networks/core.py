@@ -28,6 +28,7 @@ def reset_where_first(state: tuple[tf.Tensor, ...], first: tf.Tensor) -> tuple[t
     keep = 1.0 - tf.cast(first, tf.float32)
     out = []
     for s in state:
+        s = tf.convert_to_tensor(s)
         k = tf.reshape(keep, [-1] + [1] * (s.shape.rank - 1))
         out.append(s * tf.cast(k, s.dtype))
     return tuple(out)
