@@ -1,0 +1,155 @@
+"""experiments.evaluate: the SavedModel episode loop and the CLI's JSON line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfagents_vtrace.envs  # noqa: F401 - registers CartPoleNoVel-v1
+from experiments import evaluate
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _rule(count):
+    """Push right 3 steps, left 3 steps, ... counted from the episode's first step."""
+    return (
+        ((count // 3) % 2 == 0).astype(np.int32)
+        if hasattr(count, "astype")
+        else int((count // 3) % 2 == 0)
+    )
+
+
+class CounterPolicy(tf.Module):
+    """A hand-written policy following the export contract, with a step counter as state.
+
+    Its graph asserts what the evaluation loop must feed: prev_action / prev_reward are 0 at
+    ``first``; otherwise prev_reward is CartPole's 1 and prev_action is its own last action.
+    """
+
+    def __init__(self):
+        super().__init__()
+        sig = [
+            tf.TensorSpec([None, 4], tf.float32, "observation"),
+            tf.TensorSpec([None], tf.bool, "first"),
+            tf.TensorSpec([None], tf.int32, "prev_action"),
+            tf.TensorSpec([None], tf.float32, "prev_reward"),
+            (tf.TensorSpec([None, 1], tf.float32, "state_0"),),
+        ]
+        self.action = tf.function(self._step, input_signature=sig)
+        self.greedy_action = tf.function(self._step, input_signature=sig)
+        self.get_initial_state = tf.function(
+            lambda batch_size: (tf.zeros([batch_size, 1]),),
+            input_signature=[tf.TensorSpec([], tf.int32, "batch_size")],
+        )
+
+    def _step(self, observation, first, prev_action, prev_reward, state):
+        last = tf.cast(state[0][:, 0], tf.int32)
+        rule = lambda c: tf.cast(tf.equal((c // 3) % 2, 0), tf.int32)  # noqa: E731
+        ok_reward = tf.where(first, tf.equal(prev_reward, 0.0), tf.equal(prev_reward, 1.0))
+        ok_action = tf.where(first, tf.equal(prev_action, 0), tf.equal(prev_action, rule(last)))
+        with tf.control_dependencies(
+            [
+                tf.debugging.assert_equal(tf.reduce_all(ok_reward), True, "prev_reward"),
+                tf.debugging.assert_equal(tf.reduce_all(ok_action), True, "prev_action"),
+            ]
+        ):
+            count = tf.where(first, 0, last + 1)
+        return {"action": rule(count), "state": (tf.cast(count, tf.float32)[:, None],)}
+
+
+@pytest.fixture(scope="module")
+def counter_policy(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("counter"))
+    tf.saved_model.save(CounterPolicy(), path)
+    return tf.saved_model.load(path)
+
+
+def _reference_lengths(seed, episodes):
+    """Episode lengths of the counter rule on plain single CartPole-v1 envs, seeded alike."""
+    env = gym.make("CartPole-v1")
+    env.reset(seed=seed)
+    lengths = []
+    for _ in range(episodes):
+        env.reset()
+        n = 0
+        while True:
+            _, _, term, trunc, _ = env.step(_rule(n))
+            n += 1
+            if term or trunc:
+                break
+        lengths.append(n)
+    return lengths
+
+
+def test_state_first_and_prev_inputs_match_a_plain_loop(counter_policy):
+    returns, lengths = evaluate.run_episodes(counter_policy, "CartPole-v1", 6, seed=7, num_envs=1)
+    expected = _reference_lengths(7, 6)
+    assert len(set(expected)) > 1  # the rule gives episodes of different lengths
+    assert lengths == expected
+    assert returns == [float(n) for n in expected]
+
+
+def test_episodes_spread_over_envs(counter_policy):
+    returns, lengths = evaluate.run_episodes(counter_policy, "CartPole-v1", 7, seed=0, num_envs=3)
+    assert len(returns) == 7 and returns == [float(n) for n in lengths]
+    assert evaluate.summarize(returns)["episodes"] == 7
+
+
+def test_summarize():
+    s = evaluate.summarize([1.0, 3.0])
+    assert s == {"mean": 2.0, "std": 1.0, "min": 1.0, "max": 3.0, "episodes": 2}
+
+
+def test_bad_arguments(counter_policy):
+    with pytest.raises(ValueError, match="episodes"):
+        evaluate.run_episodes(counter_policy, "CartPole-v1", 0)
+    with pytest.raises(ValueError, match="num_envs"):
+        evaluate.run_episodes(counter_policy, "CartPole-v1", 2, num_envs=0)
+
+
+def _export(path, env_id, **config):
+    from tfagents_vtrace.export import export_policy
+    from tfagents_vtrace.networks import NetworkConfig, make_network
+
+    env = gym.make(env_id)
+    net = make_network(NetworkConfig(**config), env.observation_space, env.action_space)
+    return export_policy(net, path)
+
+
+def test_real_feed_forward_export(tmp_path):
+    path = _export(str(tmp_path / "ff"), "CartPole-v1", hidden_sizes=(8,))
+    policy = tf.saved_model.load(path)
+    for greedy in (True, False):
+        returns, lengths = evaluate.run_episodes(
+            policy, "CartPole-v1", 3, seed=1, greedy=greedy, num_envs=2
+        )
+        assert len(returns) == 3 and all(1 <= r <= 500 for r in returns)
+
+
+def test_cli_lstm_export_prints_json(tmp_path):
+    path = _export(
+        str(tmp_path / "lstm"),
+        "CartPoleNoVel-v1",
+        hidden_sizes=(8,),
+        core="lstm",
+        lstm_size=8,
+        use_prev_action=True,
+        use_prev_reward=True,
+    )
+    cmd = [sys.executable, "-m", "experiments.evaluate", f"--policy={path}"]
+    cmd += ["--env=CartPoleNoVel-v1", "--episodes=4", "--num_envs=2", "--seed=3"]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    summary = json.loads(lines[-1])
+    episode_returns = [float(line.split()[3]) for line in lines[:-1]]
+    assert len(episode_returns) == 4 and summary["episodes"] == 4
+    assert summary["mean"] == pytest.approx(np.mean(episode_returns), abs=1e-3)
+    assert summary["min"] == min(episode_returns) and summary["max"] == max(episode_returns)
+    assert summary["env"] == "CartPoleNoVel-v1" and summary["greedy"] is True
