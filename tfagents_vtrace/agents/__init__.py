@@ -1,1 +1,47 @@
-"""agents layer (see DESIGN.md)."""
+"""Agents layer: one folder per algorithm, selected by name through a small registry.
+
+An agent module (e.g. :mod:`tfagents_vtrace.agents.impala`) exposes
+
+* ``Config``: a frozen dataclass of the agent's hyperparameters, validated in
+  ``__post_init__`` (a bad value raises ``ValueError`` naming the field);
+* ``Learner``: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with
+  ``network``, ``optimizer``, ``train_step(batch) -> dict[str, float]``,
+  ``get_weights() -> list[np.ndarray]`` and ``checkpoint_items() -> dict`` (trackables).
+
+The runtime (:mod:`tfagents_vtrace.runtime`) only talks to that interface, so A2C, ACER or
+TAAC plug in by calling :func:`register_agent`. Modules are imported lazily, so looking up an
+agent costs nothing until it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+_REGISTRY: dict[str, str] = {"impala": "tfagents_vtrace.agents.impala"}
+
+
+def register_agent(name: str, module_path: str) -> None:
+    """Registers (or replaces) agent ``name`` implemented by the module at ``module_path``."""
+    if not name or not isinstance(name, str):
+        raise ValueError(f"name: expected a non-empty str, received {name!r}")
+    _REGISTRY[name] = module_path
+
+
+def agent_names() -> tuple[str, ...]:
+    """Names of the registered agents, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+def get_agent(name: str) -> ModuleType:
+    """The agent module registered as ``name`` (it has ``Config`` and ``Learner``).
+
+    Raises:
+      ValueError: ``name`` is not registered.
+    """
+    if name not in _REGISTRY:
+        raise ValueError(f"agent: expected one of {agent_names()}, received {name!r}")
+    return importlib.import_module(_REGISTRY[name])
+
+
+__all__ = ["agent_names", "get_agent", "register_agent"]

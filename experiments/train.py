@@ -1,0 +1,53 @@
+"""Train an agent: ``python -m experiments.train --agent=impala --env=CartPole-v1 --logdir=DIR``.
+
+Writes the run directory of DESIGN.md (config.json, checkpoints/, metrics.jsonl, TensorBoard
+events, policy/) and ends by printing one JSON line with ``"final": true``, the step count,
+the wall time since process start (imports included) and the greedy evaluation return.
+Training into an existing run directory resumes from its last checkpoint.
+"""
+
+import time
+
+START_TIME = time.time()  # before the heavy imports: wall_time counts what a user waits
+
+import json  # noqa: E402
+import os  # noqa: E402
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+
+from experiments import common  # noqa: E402
+
+FLAGS = flags.FLAGS
+common.define_train_flags()
+flags.mark_flag_as_required("logdir")
+
+
+def main(argv) -> None:
+    del argv
+    if FLAGS.num_cpu_devices:
+        from tfagents_vtrace.runtime.strategy import configure_cpu_devices
+
+        configure_cpu_devices(FLAGS.num_cpu_devices)
+    import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
+    from tfagents_vtrace.runtime.loop import train
+    from tfagents_vtrace.runtime.strategy import make_strategy
+
+    agent, agent_config, network_config, run_config = common.configs_from_flags()
+    final = train(
+        run_config,
+        agent,
+        agent_config,
+        network_config,
+        FLAGS.logdir,
+        strategy=make_strategy(FLAGS.strategy),
+        start_time=START_TIME,
+        agent_name=FLAGS.agent,
+    )
+    print(json.dumps(final), flush=True)
+
+
+if __name__ == "__main__":
+    logging.set_verbosity(logging.WARNING)
+    app.run(main)

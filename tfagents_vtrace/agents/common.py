@@ -1,0 +1,97 @@
+"""Pieces shared by the agents: reward clipping, optimizer and learning-rate schedule builders.
+
+Defaults follow IMPALA (Espeholt et al. 2018, https://arxiv.org/abs/1802.01561): RMSProp with
+decay 0.99, momentum 0 and epsilon 0.1, a learning rate decayed linearly to zero over
+training, and rewards clipped to [-1, 1] ("abs_one") or squashed asymmetrically
+("soft_asymmetric", ``5 * tanh(r / 5)`` with negative rewards weighted by 0.3).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+REWARD_CLIPPING = ("none", "abs_one", "soft_asymmetric")
+OPTIMIZERS = ("rmsprop", "adam")
+LR_DECAYS = ("none", "linear")
+
+
+def clip_rewards(rewards: tf.Tensor, mode: str) -> tf.Tensor:
+    """Clips ``rewards`` (any shape, float) elementwise; no gradient flows (rewards are data).
+
+    * "none": unchanged.
+    * "abs_one": ``clip(r, -1, 1)``.
+    * "soft_asymmetric": ``5 * tanh(r / 5)``, scaled by 0.3 where ``r < 0`` (IMPALA, DMLab).
+    """
+    rewards = tf.convert_to_tensor(rewards, tf.float32)
+    if mode == "none":
+        return rewards
+    if mode == "abs_one":
+        return tf.clip_by_value(rewards, -1.0, 1.0)
+    if mode == "soft_asymmetric":
+        squeezed = tf.tanh(rewards / 5.0)
+        return tf.where(rewards < 0.0, 0.3 * squeezed, squeezed) * 5.0
+    raise ValueError(f"reward_clipping: expected one of {REWARD_CLIPPING}, received {mode!r}")
+
+
+def make_learning_rate(learning_rate: float, decay: str, decay_steps: int | None):
+    """A constant rate, or a linear decay from ``learning_rate`` to 0 over ``decay_steps``.
+
+    ``decay_steps`` counts optimizer updates; with ``decay="linear"`` and no ``decay_steps``
+    the rate stays constant.
+    """
+    if decay not in LR_DECAYS:
+        raise ValueError(f"lr_decay: expected one of {LR_DECAYS}, received {decay!r}")
+    if decay == "none" or not decay_steps:
+        return float(learning_rate)
+    return keras.optimizers.schedules.PolynomialDecay(
+        float(learning_rate), int(decay_steps), end_learning_rate=0.0, power=1.0
+    )
+
+
+def make_optimizer(
+    name: str,
+    learning_rate,
+    *,
+    rmsprop_decay: float = 0.99,
+    rmsprop_momentum: float = 0.0,
+    rmsprop_epsilon: float = 0.1,
+    adam_beta1: float = 0.9,
+    adam_beta2: float = 0.999,
+    adam_epsilon: float = 1e-7,
+) -> keras.optimizers.Optimizer:
+    """A Keras optimizer without built-in clipping (the learners clip the global norm).
+
+    ``name`` is "rmsprop" (IMPALA's uncentred RMSProp) or "adam". ``learning_rate`` is a
+    float or a Keras schedule.
+    """
+    if name == "rmsprop":
+        return keras.optimizers.RMSprop(
+            learning_rate=learning_rate,
+            rho=rmsprop_decay,
+            momentum=rmsprop_momentum,
+            epsilon=rmsprop_epsilon,
+        )
+    if name == "adam":
+        return keras.optimizers.Adam(
+            learning_rate=learning_rate,
+            beta_1=adam_beta1,
+            beta_2=adam_beta2,
+            epsilon=adam_epsilon,
+        )
+    raise ValueError(f"optimizer: expected one of {OPTIMIZERS}, received {name!r}")
+
+
+def clip_and_check(
+    grads: list[tf.Tensor], max_norm: float | None
+) -> tuple[list[tf.Tensor], tf.Tensor, tf.Tensor]:
+    """Clips ``grads`` to global norm ``max_norm`` (None/0: no clipping).
+
+    Returns ``(clipped_grads, global_norm, all_finite)``; ``all_finite`` is a bool scalar,
+    false when any gradient entry is NaN or infinite.
+    """
+    norm = tf.linalg.global_norm(grads)
+    finite = tf.math.is_finite(norm)
+    if max_norm:
+        grads, _ = tf.clip_by_global_norm(grads, float(max_norm), use_norm=norm)
+    return grads, norm, finite

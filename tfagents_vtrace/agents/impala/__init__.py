@@ -1,0 +1,13 @@
+"""IMPALA: V-trace off-policy actor-critic (Espeholt et al. 2018, https://arxiv.org/abs/1802.01561).
+
+``Config`` and ``Learner`` are the names the agent registry (:mod:`tfagents_vtrace.agents`)
+looks up.
+"""
+
+from tfagents_vtrace.agents.impala.config import ImpalaConfig
+from tfagents_vtrace.agents.impala.learner import METRIC_KEYS, ImpalaLearner, impala_loss
+
+Config = ImpalaConfig
+Learner = ImpalaLearner
+
+__all__ = ["METRIC_KEYS", "Config", "ImpalaConfig", "ImpalaLearner", "Learner", "impala_loss"]

@@ -1,0 +1,263 @@
+"""The IMPALA learner: V-trace actor-critic loss and one compiled train step.
+
+Espeholt et al., "IMPALA: Scalable Distributed Deep-RL with Importance Weighted Actor-Learner
+Architectures", 2018, https://arxiv.org/abs/1802.01561.
+
+A batch is a dict of numpy arrays, time-major, with one-step overlap (T+1 observations):
+
+* ``observation [T+1, B, ...]``, ``first [T+1, B]`` bool, ``prev_action [T+1, B(, A)]``,
+  ``prev_reward [T+1, B]``, ``reset [T+1, B]`` bool (the observation is the final one of an
+  ended episode: NEXT_STEP autoreset "reset step");
+* ``action [T, B(, A)]``, ``reward [T, B]``, ``terminated [T, B]``, ``truncated [T, B]`` bool;
+* ``policy``: dict of the behaviour policy's parameters ``[T, B, ...]``;
+* ``state``: tuple of the recurrent state at the unroll start, ``[B, k]`` each.
+
+Loss, with ``V`` the network's values over the T+1 observations, ``m_t = 1 - reset_t``:
+
+    r'_t = clip(r_t) + gamma * truncated_t * sg(V(x_{t+1}))   (bootstrap a time-limit end)
+    d_t = gamma * (1 - terminated_t) * (1 - truncated_t) * m_t
+    vs, pg_adv = vtrace(log_rhos = log pi(a_t|x_t) - log mu(a_t|x_t), d, r', sg(V), sg(V_T))
+    L = mean_{t,b} m_t * [ -pg_adv_t log pi(a_t|x_t)
+                           + baseline_cost * 0.5 * (vs_t - V(x_t))^2
+                           - entropy_cost * H(pi(.|x_t)) ]
+
+Gradients reach the network weights through ``log pi``, ``V(x_t)`` (t < T) and the entropy;
+V-trace targets and the bootstrap values are stop-gradient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents.impala.config import ImpalaConfig
+from tfagents_vtrace.networks import NetInputs
+from tfagents_vtrace.ops import vtrace
+
+METRIC_KEYS = (
+    "loss",
+    "pg_loss",
+    "baseline_loss",
+    "entropy",
+    "grad_norm",
+    "mean_rho",
+    "learning_rate",
+)
+
+
+def _policy_terms(network, target: dict, behaviour: dict, actions: tf.Tensor):
+    """(target log-prob, log-rho, entropy), each ``[T, B]``, for any policy kind."""
+    if "logits" in target:  # categorical fast path (no tfp objects in the graph)
+        logits = tf.cast(target["logits"], tf.float32)
+        actions = tf.cast(actions, tf.int32)
+        target_lp = vtrace.log_probs_from_logits_and_actions(logits, actions)
+        behaviour_lp = vtrace.log_probs_from_logits_and_actions(
+            tf.cast(behaviour["logits"], tf.float32), actions
+        )
+        log_p = tf.nn.log_softmax(logits)
+        entropy = -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
+        return target_lp, target_lp - behaviour_lp, entropy
+    target_dist = network.distribution(target)
+    behaviour_dist = network.distribution(behaviour)
+    target_lp = target_dist.log_prob(actions)
+    try:
+        entropy = target_dist.entropy()
+    except NotImplementedError:  # e.g. tanh-squashed Gaussian: single-sample estimate
+        entropy = -target_dist.log_prob(tf.stop_gradient(target_dist.sample()))
+    return target_lp, target_lp - behaviour_dist.log_prob(actions), entropy
+
+
+def impala_loss(
+    network, config: ImpalaConfig, batch: dict, scale: float | tf.Tensor
+) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    """The IMPALA loss of the module docstring, summed over ``[T, B]`` and times ``scale``.
+
+    ``scale`` is ``1 / (T * global_B)`` so replica losses sum to the global-batch mean.
+    Returns ``(loss, metrics)``; metrics are scaled the same way (they sum over replicas).
+    """
+    inputs = NetInputs(
+        batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
+    )
+    out = network.unroll(inputs, tuple(batch["state"]))
+    values = out.value  # [T+1, B]
+    target = {k: v[:-1] for k, v in out.policy.items()}
+    mask = 1.0 - tf.cast(batch["reset"][:-1], tf.float32)
+    terminated = tf.cast(batch["terminated"], tf.float32)
+    truncated = tf.cast(batch["truncated"], tf.float32)
+    gamma = float(config.discount)
+    next_values = tf.stop_gradient(values[1:])
+    rewards = common.clip_rewards(batch["reward"], config.reward_clipping)
+    rewards = rewards + gamma * truncated * next_values
+    discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
+    target_lp, log_rhos, entropy = _policy_terms(network, target, batch["policy"], batch["action"])
+    vt = vtrace.from_importance_weights(
+        log_rhos=log_rhos,
+        discounts=discounts,
+        rewards=rewards,
+        values=tf.stop_gradient(values[:-1]),
+        bootstrap_value=tf.stop_gradient(values[-1]),
+        clip_rho_threshold=config.clip_rho_threshold,
+        clip_pg_rho_threshold=config.clip_pg_rho_threshold,
+        clip_c_threshold=config.clip_c_threshold,
+        lambda_=config.vtrace_lambda,
+    )
+    pg_loss = -tf.reduce_sum(mask * target_lp * vt.pg_advantages) * scale
+    baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(vt.vs - values[:-1])) * scale
+    entropy_sum = tf.reduce_sum(mask * entropy) * scale
+    loss = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy_sum
+    metrics = {
+        "loss": loss,
+        "pg_loss": pg_loss,
+        "baseline_loss": baseline_loss,
+        "entropy": entropy_sum,
+        "mean_rho": tf.reduce_sum(mask * tf.exp(log_rhos)) * scale,
+    }
+    return loss, metrics
+
+
+class ImpalaLearner:
+    """Owns the network and optimizer; ``train_step(batch)`` runs one compiled update.
+
+    Args:
+      config: an :class:`ImpalaConfig`.
+      network_factory: zero-argument callable building the (already built) network; called
+        inside ``strategy.scope()``.
+      strategy: a ``tf.distribute.Strategy`` (default: the current one). With several
+        replicas the batch is split along B and gradients are summed across replicas before
+        the global-norm clipping, so every strategy computes the same update.
+      total_updates: number of updates of the whole run (for the linear lr decay).
+    """
+
+    def __init__(
+        self,
+        config: ImpalaConfig,
+        network_factory: Callable[[], object],
+        strategy: tf.distribute.Strategy | None = None,
+        total_updates: int | None = None,
+    ):
+        if not isinstance(config, ImpalaConfig):
+            raise ValueError(f"config: expected an ImpalaConfig, received {type(config)}")
+        self.config = config
+        self.strategy = strategy or tf.distribute.get_strategy()
+        self.num_replicas = int(self.strategy.num_replicas_in_sync)
+        with self.strategy.scope():
+            self.network = network_factory()
+            lr = common.make_learning_rate(config.learning_rate, config.lr_decay, total_updates)
+            self.optimizer = common.make_optimizer(
+                config.optimizer,
+                lr,
+                rmsprop_decay=config.rmsprop_decay,
+                rmsprop_momentum=config.rmsprop_momentum,
+                rmsprop_epsilon=config.rmsprop_epsilon,
+                adam_beta1=config.adam_beta1,
+                adam_beta2=config.adam_beta2,
+                adam_epsilon=config.adam_epsilon,
+            )
+            self.optimizer.build(self.network.trainable_variables)
+            self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
+            self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
+        single = self.num_replicas == 1
+        self._single_step = tf.function(
+            self._single_replica_step,
+            jit_compile=bool(config.jit_compile and single),
+            autograph=False,
+        )
+        self._dist_step = tf.function(self._distributed_step, autograph=False)
+
+    # ------------------------------------------------------------------ public API
+    def train_step(self, batch: dict) -> dict[str, float]:
+        """One update on ``batch`` (the module docstring's layout); returns float metrics.
+
+        A non-finite gradient norm skips the update (``skipped`` is 1.0 and
+        ``nonfinite_streak`` counts consecutive skips).
+        """
+        if self.num_replicas == 1:
+            out = self._single_step(batch)
+        else:
+            out = self._dist_step(self._distribute(batch))
+        return {k: float(v) for k, v in out.items()}
+
+    def get_weights(self) -> list[np.ndarray]:
+        """The network weights as numpy arrays (for actors)."""
+        return self.network.get_weights()
+
+    def checkpoint_items(self) -> dict:
+        """Trackables to checkpoint: network, optimizer and the non-finite counters."""
+        return {
+            "network": self.network,
+            "optimizer": self.optimizer,
+            "nonfinite_streak": self.nonfinite_streak,
+            "skipped_updates": self.skipped_updates,
+        }
+
+    # ------------------------------------------------------------------ internals
+    def _scale(self, batch: dict) -> tf.Tensor:
+        shape = tf.shape(batch["reward"])
+        return 1.0 / tf.cast(shape[0] * shape[1] * self.num_replicas, tf.float32)
+
+    def _grads(self, batch: dict):
+        variables = self.network.trainable_variables
+        with tf.GradientTape() as tape:
+            loss, metrics = impala_loss(self.network, self.config, batch, self._scale(batch))
+        return tape.gradient(loss, variables), metrics
+
+    def _apply(self, grads, metrics: dict) -> dict:
+        """Clips, checks finiteness, applies (or skips) in cross-replica context."""
+        variables = self.network.trainable_variables
+        grads, norm, finite = common.clip_and_check(grads, self.config.max_grad_norm)
+        finite = tf.logical_and(finite, tf.math.is_finite(metrics["loss"]))
+
+        def apply():
+            self.optimizer.apply(grads, variables)
+            self.nonfinite_streak.assign(0)
+            return tf.constant(0.0)
+
+        def skip():
+            self.nonfinite_streak.assign_add(1)
+            self.skipped_updates.assign_add(1)
+            return tf.constant(1.0)
+
+        skipped = tf.cond(finite, apply, skip)
+        metrics = dict(metrics)
+        metrics.update(
+            grad_norm=norm,
+            skipped=skipped,
+            nonfinite_streak=tf.cast(self.nonfinite_streak, tf.float32),
+            learning_rate=tf.cast(self.optimizer.learning_rate, tf.float32),
+        )
+        return metrics
+
+    def _single_replica_step(self, batch: dict) -> dict:
+        grads, metrics = self._grads(batch)
+        return self._apply(grads, metrics)
+
+    def _distributed_step(self, batch) -> dict:
+        grads, metrics = self.strategy.run(self._grads, args=(batch,))
+        reduce = lambda x: self.strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
+        grads = [reduce(g) for g in grads]
+        metrics = {k: reduce(v) for k, v in metrics.items()}
+        return self._apply(grads, metrics)
+
+    def _distribute(self, batch: dict):
+        """Splits the numpy batch along B (axis 1, axis 0 for the state) over the replicas."""
+        n = self.num_replicas
+        b = int(np.shape(batch["reward"])[1])
+        if b % n:
+            raise ValueError(f"batch: B={b} must be divisible by the {n} replicas")
+        k = b // n
+
+        def part(ctx):
+            i = ctx.replica_id_in_sync_group
+            sl = lambda x, axis: x[:, i * k : (i + 1) * k] if axis else x[i * k : (i + 1) * k]
+            out = {
+                key: tf.nest.map_structure(lambda x: sl(x, 1), val)
+                for key, val in batch.items()
+                if key != "state"
+            }
+            out["state"] = tuple(sl(s, 0) for s in batch["state"])
+            return out
+
+        return self.strategy.experimental_distribute_values_from_function(part)

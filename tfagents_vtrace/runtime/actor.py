@@ -1,0 +1,286 @@
+"""Actors: a vector environment, a batched policy, and unrolls with one-step overlap.
+
+The IMPALA actor (Espeholt et al. 2018, https://arxiv.org/abs/1802.01561) steps its
+environments with a (possibly stale) copy of the learner's policy and ships fixed-length
+unrolls. Everything an actor needs is built from picklable pieces (:class:`ActorSpec`: env
+id, network config, seeds), and it exchanges plain numpy nests only, so the same class can
+be hosted by a thread (local backend) or a remote worker later.
+
+Unroll layout (``T = unroll_length``, ``B = num_envs``), NEXT_STEP autoreset semantics:
+
+* ``observation, first, reset, prev_action, prev_reward``: ``[T+1, B, ...]``. Entry ``T``
+  is entry 0 of the next unroll (the overlap that gives the bootstrap value).
+* ``action, reward, terminated, truncated``: ``[T, B]``; ``policy``: behaviour parameters
+  ``[T, B, ...]``; ``state``: recurrent state before entry 0, ``[B, k]`` each.
+
+``reset_t`` marks a *reset step*: ``observation_t`` is the final observation of an episode
+that ended at ``t - 1``; the env ignores ``action_t`` and returns ``reward_t = 0`` and the
+first observation of the next episode, so ``first_{t+1} = reset_t``. ``prev_action`` and
+``prev_reward`` are zero where ``first``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from tfagents_vtrace.runtime.policies import make_policy
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorSpec:
+    """Picklable description of an actor."""
+
+    env_id: str
+    """gymnasium id (``tfagents_vtrace.envs`` ids included)."""
+    network_config: object
+    """The ``NetworkConfig`` of the learner's network."""
+    num_envs: int = 32
+    """Environments stepped together (B of each unroll)."""
+    unroll_length: int = 20
+    """T: steps per unroll."""
+    seed: int = 0
+    """Base seed of the environments and of action sampling."""
+    env_mode: str = "auto"
+    """``make_vector_env`` mode."""
+    policy_impl: str = "auto"
+    """"auto" | "tf" | "numpy" (see :mod:`tfagents_vtrace.runtime.policies`)."""
+
+
+def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
+    """``seed -> VectorEnv`` for ``spec`` using ``tfagents_vtrace.envs.make_vector_env``."""
+
+    def factory(seed: int):
+        from tfagents_vtrace.envs import make_vector_env
+
+        return make_vector_env(spec.env_id, spec.num_envs, seed, mode=spec.env_mode)
+
+    return factory
+
+
+def build_network(network_config, env_id: str):
+    """The network for ``env_id``'s spaces (one throwaway env is made to read them)."""
+    from tfagents_vtrace.envs import make_env
+    from tfagents_vtrace.networks import make_network
+
+    env = make_env(env_id)
+    try:
+        return make_network(network_config, env.observation_space, env.action_space)
+    finally:
+        env.close()
+
+
+class Actor:
+    """Steps ``spec.num_envs`` environments and returns unrolls (see module docstring).
+
+    Args:
+      spec: the :class:`ActorSpec`.
+      actor_id: distinguishes the seeds of several actors.
+      network: the actor's own network copy (built from the spec when None).
+      env_factory: ``seed -> VectorEnv`` (default: ``make_vector_env``); called again with a
+        new seed when the environment raises.
+    """
+
+    def __init__(self, spec: ActorSpec, actor_id: int = 0, network=None, env_factory=None):
+        self.spec = spec
+        self.actor_id = int(actor_id)
+        self._env_factory = env_factory or default_env_factory(spec)
+        if network is None:
+            network = build_network(spec.network_config, spec.env_id)
+        self.policy = make_policy(network, spec.policy_impl, seed=self._seed(0) + 7)
+        self.weights_version = -1
+        self.env_restarts = 0
+        self._episode_returns: list[float] = []
+        self._episode_lengths: list[int] = []
+        self.env = self._env_factory(self._seed(0))
+        self._start_episodes()
+
+    def _seed(self, restart: int) -> int:
+        return int(self.spec.seed) + 10_007 * self.actor_id + 1_000_003 * restart
+
+    def _start_episodes(self) -> None:
+        """Resets every environment and the per-env carry (obs, flags, prev, state)."""
+        obs, _ = self.env.reset()
+        b = self.spec.num_envs
+        self._obs = obs
+        self._first = np.ones(b, bool)
+        self._reset = np.zeros(b, bool)
+        space = self.env.single_action_space
+        self._prev_action = np.zeros((b, *space.shape), space.dtype)
+        self._prev_reward = np.zeros(b, np.float32)
+        self._state = self.policy.initial_state(b)
+        self._ep_return = np.zeros(b, np.float64)
+        self._ep_length = np.zeros(b, np.int64)
+
+    def _restart_env(self, error: BaseException) -> None:
+        self.env_restarts += 1
+        log.warning(
+            "actor %d: env raised %r; recreating it (restart %d), dropping the unroll",
+            self.actor_id,
+            error,
+            self.env_restarts,
+        )
+        try:
+            self.env.close()
+        except Exception:  # noqa: BLE001 - a broken env may fail to close too
+            pass
+        self.env = self._env_factory(self._seed(self.env_restarts))
+        self._start_episodes()
+
+    def set_weights(self, version: int, weights: list[np.ndarray]) -> None:
+        """Loads learner weights tagged with ``version``."""
+        self.policy.set_weights(weights)
+        self.weights_version = int(version)
+
+    def _alloc(self) -> dict:
+        t, b = self.spec.unroll_length, self.spec.num_envs
+        return {
+            "observation": np.empty((t + 1, *self._obs.shape), self._obs.dtype),
+            "first": np.empty((t + 1, b), bool),
+            "reset": np.empty((t + 1, b), bool),
+            "prev_action": np.empty((t + 1, *self._prev_action.shape), self._prev_action.dtype),
+            "prev_reward": np.empty((t + 1, b), np.float32),
+            "action": np.empty((t, *self._prev_action.shape), self._prev_action.dtype),
+            "reward": np.empty((t, b), np.float32),
+            "terminated": np.empty((t, b), bool),
+            "truncated": np.empty((t, b), bool),
+        }
+
+    def _store_inputs(self, u: dict, t: int) -> None:
+        u["observation"][t] = self._obs
+        u["first"][t] = self._first
+        u["reset"][t] = self._reset
+        u["prev_action"][t] = self._prev_action
+        u["prev_reward"][t] = self._prev_reward
+
+    def unroll(self) -> tuple[dict, dict] | None:
+        """Runs ``T`` steps; returns ``(unroll, info)`` or None if the env raised.
+
+        ``info``: ``episode_returns``/``episode_lengths`` of episodes that ended during the
+        unroll, ``weights_version``, ``env_restarts`` (cumulative), ``actor_id``.
+        """
+        u = self._alloc()
+        u["state"] = tuple(np.array(s) for s in self._state)
+        policies = None
+        for t in range(self.spec.unroll_length):
+            self._store_inputs(u, t)
+            action, params, state = self.policy.step(
+                self._obs, self._first, self._prev_action, self._prev_reward, self._state
+            )
+            if policies is None:
+                policies = {
+                    k: np.empty((self.spec.unroll_length, *v.shape), v.dtype)
+                    for k, v in params.items()
+                }
+            for k, v in params.items():
+                policies[k][t] = v
+            u["action"][t] = action
+            try:
+                obs, reward, terminated, truncated, _ = self.env.step(action)
+            except Exception as error:  # noqa: BLE001 - any env failure restarts the env
+                self._restart_env(error)
+                return None
+            self._advance(u, t, obs, reward, terminated, truncated, action, state)
+        self._store_inputs(u, self.spec.unroll_length)
+        u["policy"] = policies
+        info = {
+            "episode_returns": np.asarray(self._episode_returns, np.float64),
+            "episode_lengths": np.asarray(self._episode_lengths, np.int64),
+            "weights_version": self.weights_version,
+            "env_restarts": self.env_restarts,
+            "actor_id": self.actor_id,
+        }
+        self._episode_returns, self._episode_lengths = [], []
+        return u, info
+
+    def _advance(self, u, t, obs, reward, terminated, truncated, action, state) -> None:
+        """Records step ``t``'s outcome and moves the carry to step ``t + 1``."""
+        reward = np.asarray(reward, np.float32)
+        u["reward"][t] = reward
+        u["terminated"][t] = terminated
+        u["truncated"][t] = truncated
+        ended = np.logical_or(terminated, truncated)
+        self._ep_return += reward
+        self._ep_length += ~self._reset
+        if ended.any():
+            self._episode_returns.extend(self._ep_return[ended].tolist())
+            self._episode_lengths.extend(self._ep_length[ended].tolist())
+            self._ep_return[ended] = 0.0
+            self._ep_length[ended] = 0
+        first = self._reset
+        keep = ~first
+        self._prev_action = np.where(keep.reshape((-1,) + (1,) * (action.ndim - 1)), action, 0)
+        self._prev_action = self._prev_action.astype(u["action"].dtype)
+        self._prev_reward = np.where(keep, reward, 0.0).astype(np.float32)
+        self._first = first
+        self._reset = ended
+        self._obs = obs
+        self._state = state
+
+    def close(self) -> None:
+        """Closes the environment."""
+        self.env.close()
+
+
+class WeightStore:
+    """Thread-safe holder of the latest ``(version, weights)`` published by the learner."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._version = -1
+        self._weights = None
+
+    def publish(self, version: int, weights: list[np.ndarray]) -> None:
+        with self._lock:
+            self._version, self._weights = int(version), weights
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def get(self) -> tuple[int, list[np.ndarray] | None]:
+        with self._lock:
+            return self._version, self._weights
+
+
+class ActorThread(threading.Thread):
+    """Runs an :class:`Actor` forever: refresh weights by version, unroll, enqueue.
+
+    An exception other than an environment failure is kept in ``error`` and ends the thread
+    (the learner loop checks it).
+    """
+
+    def __init__(self, actor: Actor, store: WeightStore, out: queue.Queue, stop: threading.Event):
+        super().__init__(name=f"actor-{actor.actor_id}", daemon=True)
+        self.actor, self.store, self.out, self.stop = actor, store, out, stop
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                if self.store.version > self.actor.weights_version:
+                    self.actor.set_weights(*self.store.get())
+                item = self.actor.unroll()
+                if item is None:
+                    continue
+                while not self.stop.is_set():
+                    try:
+                        self.out.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as error:  # noqa: BLE001 - reported by the learner loop
+            self.error = error
+            log.exception("actor %d failed", self.actor.actor_id)
+        finally:
+            try:
+                self.actor.close()
+            except Exception:  # noqa: BLE001
+                pass

@@ -1,0 +1,88 @@
+"""Run-level settings of the local IMPALA-style runtime (actors, batching, logging, eval)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+BACKENDS = ("local", "ray")
+POLICY_IMPLS = ("auto", "tf", "numpy")
+
+
+def _int_at_least(name: str, value, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name}: expected an int >= {low}, received {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """How a training run is driven. Every field is validated in ``__post_init__``."""
+
+    env_id: str = "CartPole-v1"
+    """gymnasium id of the training and evaluation environments."""
+    seed: int = 0
+    """Seeds environments, action sampling and network initialisation."""
+    total_steps: int = 1_000_000
+    """Environment steps to train for (all actor steps, counted T * B per unroll)."""
+    num_actors: int = 1
+    """Actor threads, each owning one vector env."""
+    num_envs: int = 32
+    """Environments per actor (B of one unroll)."""
+    unroll_length: int = 20
+    """T: steps per unroll (the learner sees T + 1 observations)."""
+    batch_unrolls: int = 1
+    """Unrolls concatenated along B per learner update."""
+    queue_capacity: int = 2
+    """Bound of the actor -> learner unroll queue (in unrolls); small = low policy lag."""
+    env_mode: str = "auto"
+    """``make_vector_env`` mode for the actors ("auto", "sync", "async", "envpool")."""
+    policy_impl: str = "auto"
+    """Acting implementation: "auto" (numpy for MLP categorical policies), "tf", "numpy"."""
+    eval_every: int = 0
+    """Greedy evaluation every this many env steps (0: only at the end)."""
+    eval_episodes: int = 20
+    """Episodes (one per separate environment) of each greedy evaluation."""
+    stop_return: float | None = None
+    """End training at the first evaluation whose mean return reaches this."""
+    checkpoint_every_s: float = 600.0
+    """Seconds between checkpoints (one is always written at the end)."""
+    log_every_s: float = 5.0
+    """Seconds between metrics rows / progress lines."""
+    backend: str = "local"
+    """"local" (actor threads) or "ray" (not implemented yet)."""
+    export_policy: bool = True
+    """Write DIR/policy (SavedModel) at the end."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.env_id, str) or not self.env_id:
+            raise ValueError(f"env_id: expected a non-empty str, received {self.env_id!r}")
+        _int_at_least("seed", self.seed, 0)
+        _int_at_least("total_steps", self.total_steps, 1)
+        _int_at_least("num_actors", self.num_actors, 1)
+        _int_at_least("num_envs", self.num_envs, 1)
+        _int_at_least("unroll_length", self.unroll_length, 1)
+        _int_at_least("batch_unrolls", self.batch_unrolls, 1)
+        _int_at_least("queue_capacity", self.queue_capacity, 1)
+        _int_at_least("eval_every", self.eval_every, 0)
+        _int_at_least("eval_episodes", self.eval_episodes, 1)
+        if self.policy_impl not in POLICY_IMPLS:
+            raise ValueError(
+                f"policy_impl: expected one of {POLICY_IMPLS}, received {self.policy_impl!r}"
+            )
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend: expected one of {BACKENDS}, received {self.backend!r}")
+        if self.stop_return is not None and not (
+            isinstance(self.stop_return, int | float) and math.isfinite(self.stop_return)
+        ):
+            raise ValueError(
+                f"stop_return: expected a finite number, received {self.stop_return!r}"
+            )
+        for name in ("checkpoint_every_s", "log_every_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and value > 0):
+                raise ValueError(f"{name}: expected a number > 0, received {value!r}")
+
+    @property
+    def steps_per_update(self) -> int:
+        """Environment steps consumed by one learner update: T * B * batch_unrolls."""
+        return self.unroll_length * self.num_envs * self.batch_unrolls

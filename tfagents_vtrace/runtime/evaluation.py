@@ -1,0 +1,80 @@
+"""Greedy evaluation on separate environments: one episode per environment, all at once.
+
+Evaluation uses its own vector env (never the actors'), steps every environment with one
+batched greedy policy call, and counts the first episode of each environment, so
+``num_episodes`` episodes cost about one episode's worth of policy calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Evaluator:
+    """Mean undiscounted return of ``num_episodes`` greedy episodes.
+
+    Args:
+      env_factory: ``(num_envs, seed) -> VectorEnv`` (NEXT_STEP autoreset).
+      policy: a greedy acting policy (:mod:`tfagents_vtrace.runtime.policies`).
+      num_episodes: environments, hence episodes, per evaluation.
+      seed: seed of the first evaluation; evaluation ``k`` uses ``seed + k``.
+      max_steps: safety cap on the steps of one evaluation.
+    """
+
+    def __init__(
+        self,
+        env_factory,
+        policy,
+        num_episodes: int = 20,
+        seed: int = 10_000,
+        max_steps: int = 100_000,
+    ):
+        if num_episodes < 1:
+            raise ValueError(f"eval_episodes: expected >= 1, received {num_episodes}")
+        self.env_factory = env_factory
+        self.policy = policy
+        self.num_episodes = int(num_episodes)
+        self.seed = int(seed)
+        self.max_steps = int(max_steps)
+        self.count = 0
+        self._env = None
+
+    def set_weights(self, weights: list[np.ndarray]) -> None:
+        self.policy.set_weights(weights)
+
+    def run(self) -> dict[str, float]:
+        """Plays one episode per environment; returns ``eval_return`` (mean) and extras."""
+        n = self.num_episodes
+        if self._env is None:
+            self._env = self.env_factory(n, self.seed)
+        obs, _ = self._env.reset(seed=self.seed + self.count)
+        self.count += 1
+        space = self._env.single_action_space
+        prev_action = np.zeros((n, *space.shape), space.dtype)
+        prev_reward = np.zeros(n, np.float32)
+        first = np.ones(n, bool)
+        state = self.policy.initial_state(n)
+        returns = np.zeros(n, np.float64)
+        lengths = np.zeros(n, np.int64)
+        running = np.ones(n, bool)
+        for _ in range(self.max_steps):
+            action, _, state = self.policy.step(obs, first, prev_action, prev_reward, state)
+            obs, reward, terminated, truncated, _ = self._env.step(action)
+            returns += np.where(running, reward, 0.0)
+            lengths += running
+            running &= ~np.logical_or(terminated, truncated)
+            if not running.any():
+                break
+            first = np.zeros(n, bool)
+            prev_action = np.asarray(action, space.dtype)
+            prev_reward = np.asarray(reward, np.float32)
+        return {
+            "eval_return": float(returns.mean()),
+            "eval_return_min": float(returns.min()),
+            "eval_length": float(lengths.mean()),
+        }
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None

@@ -1,0 +1,312 @@
+"""The local training loop: actor threads -> bounded queue -> one compiled learner update.
+
+IMPALA's decoupled acting and learning (Espeholt et al. 2018,
+https://arxiv.org/abs/1802.01561) on one machine: actor threads step vector envs with the
+latest published weights (picked up by version), the learner concatenates ``batch_unrolls``
+unrolls along B and runs its compiled train step, then publishes the new weights. The loop
+also owns the run directory (config, checkpoints, metrics, evaluation, export) and failure
+handling: environment failures are absorbed by the actors (``env_restarts``), non-finite
+updates are skipped by the learner and ``max_nonfinite_updates`` in a row stop the run with
+:class:`NonFiniteLossError` after saving the last good weights.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import math
+import os
+import queue
+import threading
+import time
+
+import numpy as np
+
+from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime.actor import Actor, ActorSpec, ActorThread, WeightStore, build_network
+from tfagents_vtrace.runtime.config import RunConfig
+from tfagents_vtrace.runtime.evaluation import Evaluator
+from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.progress import Progress
+
+log = logging.getLogger(__name__)
+
+
+class NonFiniteLossError(RuntimeError):
+    """Raised after too many consecutive non-finite updates (a checkpoint is saved first)."""
+
+
+def stack_unrolls(unrolls: list[dict]) -> dict:
+    """Concatenates unrolls along B (axis 1 of time-major arrays, axis 0 of the state)."""
+    if len(unrolls) == 1:
+        return unrolls[0]
+    out = {}
+    for key, value in unrolls[0].items():
+        if key == "state":
+            out[key] = tuple(np.concatenate(parts, 0) for parts in zip(*(u[key] for u in unrolls)))
+        elif key == "policy":
+            out[key] = {k: np.concatenate([u[key][k] for u in unrolls], 1) for k in value}
+        else:
+            out[key] = np.concatenate([u[key] for u in unrolls], 1)
+    return out
+
+
+@dataclasses.dataclass
+class _Stats:
+    """Running statistics between metrics rows."""
+
+    returns: collections.deque = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=100)
+    )
+    lengths: collections.deque = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=100)
+    )
+    episodes: int = 0
+    restarts: dict = dataclasses.field(default_factory=dict)
+    lag: list = dataclasses.field(default_factory=list)
+
+    def add(self, info: dict, version: int) -> None:
+        self.returns.extend(info["episode_returns"].tolist())
+        self.lengths.extend(info["episode_lengths"].tolist())
+        self.episodes += len(info["episode_returns"])
+        self.restarts[info["actor_id"]] = info["env_restarts"]
+        self.lag.append(version - info["weights_version"])
+
+
+class Trainer:
+    """Builds learner, actors, evaluator and run directory; :meth:`run` trains.
+
+    Args:
+      run: the :class:`RunConfig`.
+      agent: the agent module (``tfagents_vtrace.agents.get_agent(name)``).
+      agent_config: the agent's ``Config``.
+      network_config: the ``NetworkConfig``.
+      logdir: run directory (resumed when it holds a checkpoint).
+      strategy: ``tf.distribute`` strategy for the learner (default strategy when None).
+      start_time: ``time.time()`` at process start (wall times count from it).
+      env_factory: optional ``(num_envs, seed) -> VectorEnv`` used by actors and evaluation
+        instead of ``make_vector_env`` (tests inject failing environments with it).
+      agent_name: stored in config.json.
+    """
+
+    def __init__(
+        self,
+        run: RunConfig,
+        agent,
+        agent_config,
+        network_config,
+        logdir: str,
+        *,
+        strategy=None,
+        start_time: float | None = None,
+        env_factory=None,
+        agent_name: str = "impala",
+    ):
+        if run.backend == "ray":
+            raise NotImplementedError(
+                "backend='ray' is not implemented yet: actors are picklable (ActorSpec + numpy "
+                "nests) but no Ray host exists; use backend='local'"
+            )
+        self.run_config, self.logdir = run, logdir
+        self.start_time = time.time() if start_time is None else start_time
+        self._env_factory = env_factory
+        total_updates = math.ceil(run.total_steps / run.steps_per_update)
+        net_factory = lambda: build_network(network_config, run.env_id)
+        self.learner = agent.Learner(agent_config, net_factory, strategy, total_updates)
+        self.max_nonfinite = getattr(agent_config, "max_nonfinite_updates", 10)
+        self.checkpointer = run_dir.Checkpointer(logdir, self.learner.checkpoint_items())
+        self.metrics = run_dir.MetricsLog(logdir)
+        self.resumed = self.checkpointer.restore()
+        self.env_steps = self.checkpointer.get("env_steps") if self.resumed else 0
+        self.updates = self.checkpointer.get("updates") if self.resumed else 0
+        self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
+        self.metrics.truncate_after(self.env_steps if self.resumed else -1)
+        run_dir.write_config(
+            logdir,
+            {
+                "agent": agent_name,
+                "env_id": run.env_id,
+                "agent_config": agent_config,
+                "network_config": network_config,
+                "run_config": run,
+            },
+        )
+        self.spec = ActorSpec(
+            env_id=run.env_id,
+            network_config=network_config,
+            num_envs=run.num_envs,
+            unroll_length=run.unroll_length,
+            seed=run.seed + 7919 * self.updates,
+            env_mode=run.env_mode,
+            policy_impl=run.policy_impl,
+        )
+        self.stats = _Stats()
+        self.stats.episodes = self.checkpointer.get("episodes") if self.resumed else 0
+        self._restarts_base = self.checkpointer.get("env_restarts") if self.resumed else 0
+
+    # ------------------------------------------------------------------ helpers
+    def wall_time(self) -> float:
+        return self.wall_offset + time.time() - self.start_time
+
+    def _actor_env_factory(self):
+        if self._env_factory is None:
+            return None
+        return lambda seed: self._env_factory(self.run_config.num_envs, seed)
+
+    def _make_evaluator(self) -> Evaluator:
+        run = self.run_config
+        if self._env_factory is not None:
+            factory = self._env_factory
+        else:
+            from tfagents_vtrace.envs import make_vector_env
+
+            factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")
+        network = build_network(self.spec.network_config, run.env_id)
+        policy = make_policy(network, run.policy_impl, greedy=True)
+        return Evaluator(factory, policy, run.eval_episodes, seed=10_000 + run.seed)
+
+    def env_restarts(self) -> int:
+        return self._restarts_base + sum(self.stats.restarts.values())
+
+    def save(self) -> str:
+        return self.checkpointer.save(
+            env_steps=self.env_steps,
+            updates=self.updates,
+            episodes=self.stats.episodes,
+            env_restarts=self.env_restarts(),
+            wall_time=self.wall_time(),
+        )
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> dict:
+        """Trains until ``total_steps``, ``stop_return`` or a fatal error; returns the final row."""
+        run = self.run_config
+        store = WeightStore()
+        store.publish(self.updates, self.learner.get_weights())
+        unrolls: queue.Queue = queue.Queue(maxsize=run.queue_capacity)
+        stop = threading.Event()
+        actor_factory = self._actor_env_factory()
+        threads = [
+            ActorThread(Actor(self.spec, i, env_factory=actor_factory), store, unrolls, stop)
+            for i in range(run.num_actors)
+        ]
+        evaluator = self._make_evaluator()
+        progress = Progress(run.total_steps, self.env_steps)
+        for thread in threads:
+            thread.start()
+        last_eval = None
+        solved_wall = None
+        try:
+            last_eval, solved_wall = self._loop(threads, unrolls, store, evaluator, progress)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=10)
+            progress.close()
+        if last_eval is None or last_eval["step"] != self.env_steps:
+            last_eval = self._evaluate(evaluator)
+            self._write_row({}, last_eval, progress)
+        evaluator.close()
+        self.save()
+        train_wall = self.wall_time()
+        if run.export_policy:
+            from tfagents_vtrace.export import export_policy
+
+            export_policy(self.learner.network, os.path.join(self.logdir, "policy"), overwrite=True)
+        self.metrics.close()
+        return {
+            "final": True,
+            "step": int(self.env_steps),
+            "wall_time": round(self.wall_time(), 3),
+            "train_wall_time": round(train_wall, 3),
+            "solve_wall_time": solved_wall,
+            "eval_return": last_eval["eval_return"],
+            "updates": int(self.updates),
+            "episodes": int(self.stats.episodes),
+            "env_restarts": int(self.env_restarts()),
+            "resumed": bool(self.resumed),
+        }
+
+    def _next_unroll(self, unrolls: queue.Queue, threads: list[ActorThread]):
+        while True:
+            try:
+                return unrolls.get(timeout=1.0)
+            except queue.Empty:
+                errors = [t.error for t in threads if t.error is not None]
+                if errors and all(not t.is_alive() for t in threads):
+                    raise RuntimeError(f"all actors failed; first error: {errors[0]!r}") from None
+
+    def _loop(self, threads, unrolls, store, evaluator, progress):
+        run = self.run_config
+        next_eval = (
+            (self.env_steps // run.eval_every + 1) * run.eval_every if run.eval_every else None
+        )
+        last_log = time.monotonic()
+        last_eval, solved_wall, learner_metrics = None, None, {}
+        self._row_steps, self._row_time = self.env_steps, time.monotonic()
+        while self.env_steps < run.total_steps:
+            items = [self._next_unroll(unrolls, threads) for _ in range(run.batch_unrolls)]
+            for _, info in items:
+                self.stats.add(info, self.updates)
+            learner_metrics = self.learner.train_step(stack_unrolls([u for u, _ in items]))
+            self.updates += 1
+            self.env_steps += run.steps_per_update
+            store.publish(self.updates, self.learner.get_weights())
+            progress.update(self.env_steps, self.stats.returns)
+            if learner_metrics.get("nonfinite_streak", 0) >= self.max_nonfinite:
+                path = self.save()
+                raise NonFiniteLossError(
+                    f"{int(learner_metrics['nonfinite_streak'])} consecutive updates had a "
+                    f"non-finite loss or gradient (at step {self.env_steps}); training stopped. "
+                    f"The last good weights are in checkpoint {path}."
+                )
+            eval_row = None
+            if next_eval is not None and self.env_steps >= next_eval:
+                next_eval += run.eval_every
+                eval_row = last_eval = self._evaluate(evaluator)
+            now = time.monotonic()
+            if eval_row is not None or now - last_log >= run.log_every_s:
+                last_log = now
+                self._write_row(learner_metrics, eval_row, progress)
+            if eval_row is not None and run.stop_return is not None:
+                if eval_row["eval_return"] >= run.stop_return:
+                    solved_wall = eval_row["wall_time"]
+                    break
+            if now - self.checkpointer.last_save >= run.checkpoint_every_s:
+                self.save()
+        return last_eval, solved_wall
+
+    def _evaluate(self, evaluator: Evaluator) -> dict:
+        evaluator.set_weights(self.learner.get_weights())
+        row = evaluator.run()
+        row["step"] = int(self.env_steps)
+        row["wall_time"] = round(self.wall_time(), 3)
+        return row
+
+    def _write_row(self, learner_metrics: dict, eval_row: dict | None, progress) -> None:
+        now = time.monotonic()
+        elapsed = max(now - self._row_time, 1e-9)
+        row = {
+            "step": int(self.env_steps),
+            "wall_time": round(self.wall_time(), 3),
+            "sps": round((self.env_steps - self._row_steps) / elapsed, 1),
+            "episode_return": float(np.mean(self.stats.returns)) if self.stats.returns else None,
+            "episode_length": float(np.mean(self.stats.lengths)) if self.stats.lengths else None,
+            "episodes": int(self.stats.episodes),
+            "updates": int(self.updates),
+            "env_restarts": int(self.env_restarts()),
+            "policy_lag": float(np.mean(self.stats.lag)) if self.stats.lag else 0.0,
+        }
+        row.update({k: v for k, v in learner_metrics.items() if k != "nonfinite_streak"})
+        if eval_row is not None:
+            row.update({k: v for k, v in eval_row.items() if k not in ("step", "wall_time")})
+        self.stats.lag = []
+        self._row_steps, self._row_time = self.env_steps, now
+        self.metrics.write(row)
+        progress.log(row)
+
+
+def train(run: RunConfig, agent, agent_config, network_config, logdir: str, **kwargs) -> dict:
+    """Builds a :class:`Trainer` and runs it; returns the final row (see ``Trainer.run``)."""
+    return Trainer(run, agent, agent_config, network_config, logdir, **kwargs).run()

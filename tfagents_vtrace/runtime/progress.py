@@ -1,0 +1,68 @@
+"""Progress reporting: a tqdm bar on a TTY, plain log lines otherwise (steps/s, returns, ETA)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """Shows training progress toward ``total_steps`` (starting at ``start_step``)."""
+
+    def __init__(self, total_steps: int, start_step: int = 0, enabled: bool = True):
+        self.total, self.start = int(total_steps), int(start_step)
+        self.t0 = time.monotonic()
+        self._bar = None
+        self.enabled = enabled
+        if enabled and _isatty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=self.total, initial=self.start, unit="step", dynamic_ncols=True, smoothing=0.1
+            )
+        self._last = self.start
+
+    def update(self, step: int, returns) -> None:
+        if self._bar is not None:
+            self._bar.update(step - self._last)
+        self._last = step
+
+    def eta(self, step: int) -> float | None:
+        done = step - self.start
+        if done <= 0:
+            return None
+        return (time.monotonic() - self.t0) / done * max(self.total - step, 0)
+
+    def log(self, row: dict) -> None:
+        """Shows a metrics row: bar postfix on a TTY, one stderr line otherwise."""
+        if not self.enabled:
+            return
+        ret = row.get("episode_return")
+        parts = {
+            "sps": f"{row.get('sps', 0):.0f}",
+            "return": "-" if ret is None else f"{ret:.1f}",
+        }
+        if "eval_return" in row:
+            parts["eval"] = f"{row['eval_return']:.1f}"
+        if self._bar is not None:
+            self._bar.set_postfix(parts, refresh=False)
+            return
+        eta = self.eta(row["step"])
+        eta_s = "-" if eta is None else f"{eta:.0f}s"
+        text = " ".join(f"{k}={v}" for k, v in parts.items())
+        print(
+            f"step={row['step']} {text} wall={row['wall_time']:.1f}s eta={eta_s}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _isatty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
