@@ -357,3 +357,16 @@ def test_policy_loss_bad_input(rng):
         retrace.trust_region_projection(np.zeros((2, 3)), np.zeros((2, 4)), 1.0)
     with pytest.raises(ValueError, match=r"`action_dim`"):
         retrace.acer_trace_coefficients(x, action_dim=0)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_unknown_static_shapes(jit, rng):
+    spec2, spec1 = tf.TensorSpec([None, None]), tf.TensorSpec([None])
+
+    @tf.function(input_signature=[spec2] * 4 + [spec1, spec2], jit_compile=jit)
+    def fn(*args):
+        return retrace.retrace_targets(*args).q_ret
+
+    r, d, q, v, boot, log_rhos = _trace(rng, 6, 2)
+    want = np_q_ret(r, d, q, v, boot, np.exp(log_rhos.astype(np.float64)))
+    np.testing.assert_allclose(fn(r, d, q, v, boot, log_rhos).numpy(), want, atol=1e-5)

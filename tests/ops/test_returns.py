@@ -292,3 +292,18 @@ def test_bad_lambda_shape():
         rops.lambda_returns(
             kw["rewards"], kw["discounts"], kw["values"], kw["bootstrap_value"], np.ones((5, 2))
         )
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_unknown_static_shapes(jit, rng):
+    spec2, spec1 = tf.TensorSpec([None, None]), tf.TensorSpec([None])
+
+    @tf.function(input_signature=[spec2, spec2, spec1, spec2], jit_compile=jit)
+    def fn(r, v, boot, d):
+        gae = rops.generalized_advantage_estimation(r, v, boot, d, 0.9)
+        return gae.advantages, rops.lambda_returns(r, d, v, boot, 0.9)
+
+    r, d, v, boot = _inputs(rng, 6, 2)
+    adv, lr = fn(r, v, boot, d)
+    np.testing.assert_allclose(adv.numpy(), np_gae_eq16(r, v, boot, d, 0.9), atol=1e-5)
+    np.testing.assert_allclose(lr.numpy(), np_lambda_recursive(r, d, v, boot, 0.9), atol=1e-5)

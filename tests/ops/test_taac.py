@@ -177,3 +177,17 @@ def test_targets_bad_input():
         taac.compare_through_targets(x, x, x, flags, flags, flags[:4])
     with pytest.raises(ValueError, match=r"`rollout_b`.*rank 2"):
         taac.compare_through_targets(x, x, x, flags, flags[0], flags)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_unknown_static_shapes(jit, rng):
+    spec = tf.TensorSpec([None, None])
+    flags = tf.TensorSpec([None, None], tf.bool)
+
+    @tf.function(input_signature=[spec] * 3 + [flags], jit_compile=jit)
+    def fn(*args):
+        return taac.compare_through_returns(*args).returns
+
+    r, d, v, lasts = _inputs(rng, 7, 3)
+    want = np_compare_through_stepwise(r, d, v, lasts)
+    np.testing.assert_allclose(fn(r, d, v, lasts).numpy(), want, rtol=1e-5, atol=1e-5)
