@@ -113,7 +113,6 @@ class _PolicyModule(tf.Module):
     def serving_signatures(self) -> dict:
         """Concrete functions with flat named inputs/outputs for TF Serving."""
         flat_spec = [*self._specs, *self._state_specs]
-        n = len(self._state_specs)
 
         def flatten(out: dict) -> dict:
             flat = {k: v for k, v in out.items() if k != "state"}
@@ -121,21 +120,21 @@ class _PolicyModule(tf.Module):
             return flat
 
         def make(step_fn):
+            # Calls the traced structured function (a call op), so nothing is traced twice.
             def flat_fn(observation, first, prev_action, prev_reward, *states):
-                return flatten(step_fn(observation, first, prev_action, prev_reward, states))
+                return flatten(step_fn(observation, first, prev_action, prev_reward, tuple(states)))
 
             return tf.function(flat_fn, input_signature=flat_spec).get_concrete_function()
 
         def init_flat(batch_size):
-            return {f"state_{i}": s for i, s in enumerate(self._initial_state(batch_size))}
+            return {f"state_{i}": s for i, s in enumerate(self.get_initial_state(batch_size))}
 
         init = tf.function(init_flat, input_signature=[tf.TensorSpec([], tf.int32, "batch_size")])
-        action = make(self._action)
-        assert n == len(self._state_sizes)
+        action = make(self.action)
         return {
             "serving_default": action,
             "action": action,
-            "greedy_action": make(self._greedy_action),
+            "greedy_action": make(self.greedy_action),
             "get_initial_state": init.get_concrete_function(),
         }
 

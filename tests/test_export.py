@@ -1,0 +1,153 @@
+"""export_policy: a SavedModel round trip through a process that cannot import this package.
+
+All cases (MLP and LSTM, discrete and continuous, batch sizes 1 and 7) run in ONE child
+process (tests/export_roundtrip_child.py) to pay TensorFlow's start-up once. Each case steps
+20 times with an episode reset in the middle and must match the in-process network to 1e-5.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfagents_vtrace.export import export_policy
+from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
+
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "export_roundtrip_child.py")
+OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+DISCRETE = gym.spaces.Discrete(4)
+BOX = gym.spaces.Box(np.array([-1.0, 0.0], np.float32), np.array([1.0, 3.0], np.float32))
+LSTM = dict(core="lstm", lstm_size=6, use_prev_action=True, use_prev_reward=True)
+CASES = {
+    "mlp_discrete": (NetworkConfig(hidden_sizes=(8,)), DISCRETE),
+    "mlp_tanh": (NetworkConfig(hidden_sizes=(8,), policy_head="tanh_gaussian"), BOX),
+    "lstm_discrete": (NetworkConfig(hidden_sizes=(8,), use_time_step=True, **LSTM), DISCRETE),
+    "lstm_gaussian": (NetworkConfig(hidden_sizes=(8,), gaussian_std="global", **LSTM), BOX),
+}
+T = 20
+
+
+def make_inputs(net, rng, batch):
+    obs = rng.normal(size=(T, batch, 3)).astype(np.float32)
+    first = np.zeros((T, batch), bool)
+    first[0] = True
+    first[10, 0] = True  # entry 0 starts a new episode mid-way
+    if net.is_discrete:
+        pa = rng.integers(0, net.num_actions, size=(T, batch)).astype(np.int32)
+    else:
+        pa = rng.uniform(-1, 1, size=(T, batch, net.action_dim)).astype(np.float32)
+    pr = rng.normal(size=(T, batch)).astype(np.float32)
+    return obs, first, pa, pr
+
+
+def in_process(net, obs, first, pa, pr):
+    state = net.initial_state(first.shape[1])
+    rec = {"value": [], "action": []}
+    for t in range(T):
+        out = net(NetInputs(obs[t], first[t], pa[t], pr[t]), state)
+        rec["value"].append(out.value.numpy())
+        rec["action"].append(net.greedy_action(out.policy).numpy())
+        for k, v in out.policy.items():
+            rec.setdefault(k, []).append(v.numpy())
+        state = out.state
+    return {k: np.stack(v) for k, v in rec.items()}, state
+
+
+@pytest.fixture(scope="module")
+def roundtrip(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("export")
+    rng = np.random.default_rng(0)
+    cases, expected = [], {}
+    for name, (config, action_space) in CASES.items():
+        net = make_network(config, OBS, action_space)
+        path = export_policy(net, tmp / name)
+        for batch in (1, 7):
+            key = f"{name}_b{batch}"
+            obs, first, pa, pr = make_inputs(net, rng, batch)
+            np.savez(tmp / f"{key}_in.npz", obs=obs, first=first, pa=pa, pr=pr)
+            expected[key] = (net, in_process(net, obs, first, pa, pr), (obs, first, pa, pr))
+            cases.append(
+                {"path": str(path), "inputs": str(tmp / f"{key}_in.npz"),
+                 "outputs": str(tmp / f"{key}_out.npz"), "key": key}
+            )  # fmt: skip
+    (tmp / "cases.json").write_text(json.dumps(cases))
+    site_packages = sysconfig.get_paths()["purelib"]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", CHILD, str(tmp / "cases.json"), site_packages],
+        cwd=tmp, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    status_line = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROUNDTRIP_STATUS ")]
+    status = json.loads(status_line[-1].split(" ", 1)[1])
+    outputs = {c["key"]: dict(np.load(c["outputs"])) for c in cases}
+    return status, expected, outputs
+
+
+def test_child_never_imported_the_package(roundtrip):
+    status, _, _ = roundtrip
+    assert status == {"tfagents_vtrace_imported": False, "tfp_imported": False}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("batch", [1, 7])
+def test_loaded_policy_matches_network(roundtrip, name, batch):
+    _, expected, outputs = roundtrip
+    key = f"{name}_b{batch}"
+    net, (ref, ref_state), (obs, first, pa, pr) = expected[key]
+    got = outputs[key]
+    for k, v in ref.items():
+        np.testing.assert_allclose(got["greedy_" + k], v, atol=1e-5, err_msg=k)
+    np.testing.assert_allclose(got["sampled_value"], ref["value"], atol=1e-5)
+    final = [got[f"final_state_{i}"] for i in range(len(net.state_sizes) or 1)]
+    if net.state_sizes:
+        for a, b in zip(final, ref_state):
+            np.testing.assert_allclose(a, b.numpy(), atol=1e-5)
+    else:
+        assert [s.shape for s in final] == [(batch, 1)]  # the dummy feed-forward state
+    assert bool(got["greedy_deterministic"])
+    assert bool(got["wrong_shape_rejected"])
+    # Flat TF-Serving signatures agree with the structured functions.
+    np.testing.assert_array_equal(got["flat_greedy_action"][0], got["greedy_action"][0])
+    np.testing.assert_allclose(got["flat_value"][0], ref["value"][0], atol=1e-5)
+    np.testing.assert_allclose(got["serving_value"][0], ref["value"][0], atol=1e-5)
+    n_state = len(net.state_sizes) or 1
+    assert list(got["flat_init_keys"][0]) == [f"state_{i}" for i in range(n_state)]
+    assert json.loads(str(got["metadata"]))["policy_kind"] == net.policy_kind
+    _check_sampled_actions(net, ref, got)
+
+
+def _check_sampled_actions(net, ref, got):
+    """Sampled actions are valid draws whose log-prob matches the in-process distribution."""
+    actions = got["sampled_action"]
+    policy = {k: tf.constant(ref[k]) for k in ("logits", "loc", "scale") if k in ref}
+    dist = net.distribution(policy)
+    log_prob = dist.log_prob(actions).numpy()
+    np.testing.assert_allclose(got["sampled_log_prob"], log_prob, rtol=1e-4, atol=1e-4)
+    if net.is_discrete:
+        assert actions.dtype == np.int32 and actions.min() >= 0 and actions.max() < 4
+        assert not np.array_equal(actions, got["greedy_action"])  # near-uniform: P ~ 0.25^20
+    else:
+        assert np.all(np.abs(actions - got["greedy_action"]) > 0)
+        if net.policy_kind == "tanh_gaussian":
+            assert np.all(actions >= net.action_low) and np.all(actions <= net.action_high)
+
+
+def test_refuses_to_overwrite(tmp_path):
+    net = make_network(NetworkConfig(hidden_sizes=(4,)), OBS, DISCRETE)
+    target = tmp_path / "policy"
+    target.mkdir()
+    (target / "keep.txt").write_text("x")
+    with pytest.raises(ValueError, match="policy"):
+        export_policy(net, target)
+    assert (target / "keep.txt").exists()
+    export_policy(net, target, overwrite=True)
+    assert not (target / "keep.txt").exists()
+    assert (target / "saved_model.pb").exists()
