@@ -131,7 +131,7 @@ class ActorCriticNetwork(keras.Model):
     def _make_torso(self, config: NetworkConfig) -> keras.layers.Layer:
         rank = len(self.observation_spec.shape)
         if config.torso == "mlp":
-            return torsos.MLPTorso(config.hidden_sizes, config.activation)
+            return torsos.MLPTorso(config.hidden_sizes, config.activation, self.obs_categories)
         if rank != 3:
             raise ValueError(
                 f"torso={config.torso!r} needs [H, W, C] observations, got shape "

@@ -37,12 +37,20 @@ def preprocess_observation(observation: tf.Tensor, num_categories: int | None = 
 class MLPTorso(keras.layers.Layer):
     """Flatten, then dense layers: ``[N, *obs_shape] -> [N, hidden_sizes[-1]]``.
 
-    With empty ``hidden_sizes`` the output is the flattened observation.
+    With empty ``hidden_sizes`` the output is the flattened observation. With
+    ``num_categories`` the input is ``[N]`` integer ids (a Discrete space), one-hot encoded.
     """
 
-    def __init__(self, hidden_sizes: tuple[int, ...] = (64, 64), activation: str = "tanh", **kw):
+    def __init__(
+        self,
+        hidden_sizes: tuple[int, ...] = (64, 64),
+        activation: str = "tanh",
+        num_categories: int | None = None,
+        **kw,
+    ):
         super().__init__(**kw)
         self.hidden_sizes = tuple(hidden_sizes)
+        self.num_categories = num_categories
         self.dense_layers = [
             keras.layers.Dense(
                 h, activation=activation, kernel_initializer=keras.initializers.Orthogonal(1.0)
@@ -54,7 +62,7 @@ class MLPTorso(keras.layers.Layer):
         self.built = True  # sublayers build on the first call
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = preprocess_observation(x)
+        x = preprocess_observation(x, self.num_categories)
         flat = 1
         for d in x.shape[1:]:
             flat *= int(d)

@@ -1,0 +1,135 @@
+"""Heads, distributions and torsos against numpy written from the papers' formulas."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfagents_vtrace.networks import (
+    GaussianHead,
+    ImpalaResNet,
+    NatureCNN,
+    NetworkConfig,
+    StochasticDuelingHead,
+    greedy_action,
+    make_distribution,
+    make_network,
+)
+
+
+def _dense_np(layer, x, act=None):
+    kernel, bias = (w.numpy() for w in layer.weights)
+    y = x @ kernel + bias
+    return np.tanh(y) if act == "tanh" else y
+
+
+def test_stochastic_dueling_matches_numpy(rng):
+    """Q~(s,a) = V(s) + A(s,a) - 1/n sum_i A(s,a'_i) (ACER, arXiv 1611.01224, eq. 13)."""
+    N, F, E, n = 4, 5, 2, 3
+    head = StochasticDuelingHead(hidden_sizes=(6,), activation="tanh")
+    feats = tf.constant(rng.normal(size=(N, F)).astype(np.float32))
+    actions = tf.constant(rng.normal(size=(N, E)).astype(np.float32))
+    sampled = tf.Variable(rng.normal(size=(n, N, E)).astype(np.float32))
+    with tf.GradientTape() as tape:
+        q, v = head(feats, actions, sampled)
+    grad_sampled = tape.gradient(q, sampled)
+
+    def adv(f, a):
+        h = _dense_np(head.adv_hidden[0], np.concatenate([f, a], -1), "tanh")
+        return _dense_np(head.adv_out, h)[..., 0]
+
+    f = feats.numpy()
+    v_ref = _dense_np(head.value_head.value, f)[:, 0]
+    adv_mean = np.mean([adv(f, sampled.numpy()[i]) for i in range(n)], axis=0)
+    q_ref = v_ref + adv(f, actions.numpy()) - adv_mean
+    np.testing.assert_allclose(v.numpy(), v_ref, atol=1e-5)
+    np.testing.assert_allclose(q.numpy(), q_ref, atol=1e-5)
+    assert grad_sampled is None, "sampled actions a'_i must be stop-gradient"
+
+
+def test_network_stochastic_dueling_q_of_given_actions(rng):
+    box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    cfg = NetworkConfig(hidden_sizes=(8,), q_head="stochastic_dueling", sdn_num_samples=200)
+    net = make_network(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), box)
+    inputs = net.dummy_inputs(3)._replace(observation=rng.normal(size=(3, 3)).astype(np.float32))
+    out = net(inputs, (), actions=tf.zeros([3, 2]))
+    assert out.q.shape == (3,) and out.value.shape == (3,)
+    # E_{a~pi}[Q~(s, a)] = V(s): averaging Q~ over many policy actions recovers V.
+    many = net.distribution(out.policy).sample(400, seed=1)
+    qs = [net(inputs, (), actions=many[i]).q.numpy() for i in range(0, 400, 40)]
+    assert np.all(np.abs(np.mean(qs, 0) - out.value.numpy()) < 0.1 + 0.1 * np.std(qs, 0))
+    # Without actions, q is None and the value is the SDN's V(s).
+    assert net(inputs, ()).q is None
+    np.testing.assert_allclose(net(inputs, ()).value.numpy(), out.value.numpy(), atol=1e-6)
+
+
+def test_tanh_gaussian_log_prob_and_greedy_match_numpy(rng):
+    low, high = np.array([-1.0, 0.0], np.float32), np.array([1.0, 4.0], np.float32)
+    loc = rng.normal(size=(5, 2)).astype(np.float32)
+    scale = rng.uniform(0.3, 1.5, size=(5, 2)).astype(np.float32)
+    policy = {"loc": tf.constant(loc), "scale": tf.constant(scale)}
+    dist = make_distribution("tanh_gaussian", policy, low, high)
+    a = dist.sample(seed=3).numpy()
+    assert a.shape == (5, 2) and np.all(a > low) and np.all(a < high)
+    mid, half = (high + low) / 2, (high - low) / 2
+    u = np.arctanh((a - mid) / half)
+    log_normal = -0.5 * ((u - loc) / scale) ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi)
+    log_det = np.log(half * (1 - np.tanh(u) ** 2))
+    np.testing.assert_allclose(
+        dist.log_prob(a).numpy(), np.sum(log_normal - log_det, -1), rtol=1e-3, atol=1e-3
+    )
+    greedy = greedy_action("tanh_gaussian", policy, low, high).numpy()
+    np.testing.assert_allclose(greedy, mid + half * np.tanh(loc), atol=1e-6)
+    gauss = make_distribution("gaussian", policy)
+    assert gauss.event_shape == (2,) and gauss.batch_shape == (5,)
+    logits = tf.constant(rng.normal(size=(5, 3)).astype(np.float32))
+    np.testing.assert_array_equal(
+        greedy_action("categorical", {"logits": logits}).numpy(), np.argmax(logits, -1)
+    )
+
+
+@pytest.mark.parametrize("std", ["state", "global"])
+def test_gaussian_head_initial_std(std, rng):
+    head = GaussianHead(3, std=std, init_std=0.5, min_std=0.01)
+    zeros = head(tf.zeros([2, 4]))
+    np.testing.assert_allclose(zeros["scale"].numpy(), 0.5, rtol=1e-5)
+    out = head(tf.constant(rng.normal(size=(2, 4)).astype(np.float32)))
+    assert np.all(out["scale"].numpy() > 0.01)
+    if std == "global":
+        np.testing.assert_allclose(out["scale"].numpy(), 0.5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cls,flat", [(NatureCNN, 7 * 7 * 64), (ImpalaResNet, 11 * 11 * 32)])
+def test_cnn_torsos_architecture_and_uint8_scaling(cls, flat, rng):
+    torso = cls(dense_size=16)
+    frames = rng.integers(0, 256, size=(2, 84, 84, 4)).astype(np.uint8)
+    out = torso(tf.constant(frames))
+    assert out.shape == (2, 16)
+    assert torso.dense.weights[0].shape == (flat, 16)
+    n_convs = sum(len(w.shape) == 4 for w in torso.weights)  # conv kernels [kh, kw, in, out]
+    assert n_convs == (3 if cls is NatureCNN else 3 + 3 * 2 * 2)
+    scaled = torso(tf.constant(frames.astype(np.float32) / 255.0))
+    np.testing.assert_allclose(out.numpy(), scaled.numpy(), atol=1e-5)
+
+
+def test_discrete_observations_are_one_hot(rng):
+    net = make_network(
+        NetworkConfig(hidden_sizes=(4,)), gym.spaces.Discrete(5), gym.spaces.Discrete(2)
+    )
+    kernel = net.torso.dense_layers[0].weights[0].numpy()
+    assert kernel.shape == (5, 4)
+    obs = tf.constant([3, 0], tf.int32)
+    out = net.torso(obs).numpy()
+    np.testing.assert_allclose(
+        out, np.tanh(kernel[[3, 0]] + net.torso.dense_layers[0].weights[1].numpy()), atol=1e-6
+    )
+
+
+def test_config_round_trip():
+    cfg = NetworkConfig(torso="impala_resnet", core="lstm", hidden_sizes=[32], q_head="discrete")
+    assert cfg.hidden_sizes == (32,)
+    assert NetworkConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="unknown"):
+        NetworkConfig.from_dict({"bogus": 1})
+    with pytest.raises(ValueError, match="lstm_size"):
+        NetworkConfig(lstm_size=0)
