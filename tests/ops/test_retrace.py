@@ -174,6 +174,10 @@ def test_rho_one_gives_on_policy_lambda_one_return(t, b, data):
     want = rops.discounted_returns(corrected, d, boot)
     np.testing.assert_allclose(q_ret.numpy(), want.numpy(), rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(q_opc.numpy(), want.numpy(), rtol=1e-5, atol=1e-4)
+    # gamma = 0: both targets are the immediate rewards.
+    log_rhos = data.draw(hnp.arrays(np.float32, (t, b), elements=_floats))
+    np.testing.assert_array_equal(retrace.retrace_targets(r, zeros, q, v, boot, log_rhos)[0], r)
+    np.testing.assert_array_equal(retrace.qopc_targets(r, zeros, q, v, boot).numpy(), r)
 
 
 # ---- truncated importance sampling with bias correction ------------------------------------

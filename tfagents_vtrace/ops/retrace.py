@@ -120,7 +120,8 @@ def retrace_targets(
                                            + V(x_{t+1}))
         c_t = lambda_ * min(1, rho_t ** (1 / action_dim))
 
-    With ``rho = 1`` and ``lambda_ = 1`` this is the discounted (lambda = 1) return.
+    With every ``c = 1`` (``rho >= 1``, ``lambda_ = 1``) it equals `qopc_targets`; if also
+    ``Q(x_t, a_t) = V(x_t)`` (on-policy, one action) it is the lambda = 1 discounted return.
 
     Args:
       rewards: [T, B] float rewards ``r_t``.

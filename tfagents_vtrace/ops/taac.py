@@ -65,7 +65,8 @@ def compare_through_returns(
 
     so ``ret_t`` sums rewards forward until the first ``n > t`` with ``L_n = 1`` and then
     bootstraps from ``target_values[n]``. ``is_lasts[0]`` only affects ``acc_0``, which no
-    return reads.
+    return reads. As in the reference, the return of a step that ends an episode reads the
+    next episode's first step: mask its loss.
 
     Example (T = 4, B = 1, unit rewards, discount 0.5, cut at step 2)::
 
