@@ -18,10 +18,12 @@ from __future__ import annotations
 import gymnasium as gym
 
 from tfagents_vtrace.envs.bandits import (
+    EVAL_SEED,
     PROB_SETS,
     TASKS,
     TwoArmedBanditEnv,
     TwoArmedBanditVectorEnv,
+    held_out_probs,
     sample_probs,
 )
 from tfagents_vtrace.envs.cartpole import CartPoleNoVelEnv, CartPoleNoVelVectorEnv
@@ -61,6 +63,7 @@ _register()
 
 __all__ = [
     "BANDIT_IDS",
+    "EVAL_SEED",
     "MODES",
     "PROB_SETS",
     "TASKS",
@@ -68,6 +71,7 @@ __all__ = [
     "CartPoleNoVelVectorEnv",
     "TwoArmedBanditEnv",
     "TwoArmedBanditVectorEnv",
+    "held_out_probs",
     "make_env",
     "make_vector_env",
     "sample_probs",

@@ -56,6 +56,16 @@ def sample_probs(task: str, rng: np.random.Generator, n: int) -> np.ndarray:
     return np.stack([p1, 1.0 - p1], axis=-1)
 
 
+# Seed of the held-out evaluation bandits (benchmarks/bandit_regret.py). Never train with it:
+# training draws its problems from the environments' generators seeded by the run's --seed.
+EVAL_SEED = 20_161_117
+
+
+def held_out_probs(task: str, num_bandits: int = 500, seed: int = EVAL_SEED) -> np.ndarray:
+    """The fixed evaluation problems of family ``task``: ``[num_bandits, 2]`` float64."""
+    return sample_probs(task, np.random.default_rng(seed), num_bandits)
+
+
 def _check_probs(probs: Any, batch: int | None) -> np.ndarray:
     """Validates ``options["probs"]``: ``[2]`` (or ``[batch, 2]``) in [0, 1]; returns float64."""
     p = np.asarray(probs, dtype=np.float64)
