@@ -1,0 +1,331 @@
+"""V-trace off-policy actor-critic targets over time-major ``[T, B]`` trajectories.
+
+Reference: Espeholt, Soyer, Munos et al. 2018, "IMPALA: Scalable Distributed Deep-RL with
+Importance Weighted Actor-Learner Architectures", https://arxiv.org/abs/1802.01561 (eq. 1,
+section 4), extended with the lambda trace coefficient of Retrace / rlax.
+
+Notation (paper, section 4.1), for ``s = 0 .. T-1`` with ``V(x_T) = bootstrap_value``::
+
+    rho_t   = min(rho_bar, pi(a_t|x_t) / mu(a_t|x_t))        clip_rho_threshold
+    c_t     = lambda * min(c_bar, pi(a_t|x_t) / mu(a_t|x_t))  clip_c_threshold, lambda_
+    delta_t = rho_t * (r_t + gamma_t V(x_{t+1}) - V(x_t))     gamma_t = discounts[t]
+    v_s     = V(x_s) + sum_{t>=s} (prod_{i=s}^{t-1} gamma_i c_i) delta_t
+            = V(x_s) + delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1}))      (the recursion)
+    A_s     = rho^pg_s * (r_s + gamma_s v_{s+1} - V(x_s))      clip_pg_rho_threshold
+
+``discounts[t] = gamma * (1 - terminated[t])``: a zero discount cuts the trace, so one
+trajectory holding two episodes gives the targets of the two episodes computed apart.
+
+Speed: the backward recursion is the only sequential part. All other work (exp, clipping,
+the TD errors, the advantages) is elementwise over the whole ``[T, B]`` block and fuses; the
+recursion is a ``tf.while_loop`` whose body is one multiply-add on a ``[B]`` row, so under
+``tf.function(jit_compile=True)`` XLA compiles it to a tight loop with in-place updates, and in
+graph mode the independent reads run ahead (``parallel_iterations``). See
+``benchmarks/ops_bench.py`` for measured times.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.ops import _validate
+
+__all__ = [
+    "VTraceFromLogitsReturns",
+    "VTraceReturns",
+    "from_distributions",
+    "from_importance_weights",
+    "from_logits",
+    "log_probs_from_logits_and_actions",
+]
+
+VTraceReturns = collections.namedtuple("VTraceReturns", ["vs", "pg_advantages"])
+VTraceReturns.__doc__ = """Output of `from_importance_weights`.
+
+Fields:
+  vs: [T, B, ...] V-trace value targets v_s (stop-gradient); train V(x_s) towards them.
+  pg_advantages: [T, B, ...] policy-gradient advantages rho^pg_s (r_s + gamma_s v_{s+1} -
+    V(x_s)) (stop-gradient).
+"""
+
+VTraceFromLogitsReturns = collections.namedtuple(
+    "VTraceFromLogitsReturns",
+    ["vs", "pg_advantages", "log_rhos", "behaviour_action_log_probs", "target_action_log_probs"],
+)
+VTraceFromLogitsReturns.__doc__ = """Output of `from_logits` and `from_distributions`.
+
+Fields:
+  vs, pg_advantages: as in `VTraceReturns` (stop-gradient).
+  log_rhos: [T, B] log pi(a_t) - log mu(a_t); differentiable w.r.t. the target policy.
+  behaviour_action_log_probs: [T, B] log mu(a_t); differentiable w.r.t. the behaviour policy
+    parameters (usually constants).
+  target_action_log_probs: [T, B] log pi(a_t); differentiable w.r.t. the target policy, the
+    term of the policy-gradient loss -log pi(a_t) * pg_advantages.
+"""
+
+# Loop iterations whose (independent) reads may run ahead in graph mode.
+_PARALLEL_ITERATIONS = 10
+
+
+def _to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
+    """`_validate.to_float`, also rejecting integer numpy arrays (which it would cast)."""
+    if isinstance(value, np.ndarray | np.generic):
+        value = tf.convert_to_tensor(value)
+    return _validate.to_float(name, value, dtype)
+
+
+def log_probs_from_logits_and_actions(policy_logits, actions) -> tf.Tensor:
+    """Log-probabilities of the taken actions under softmax policies.
+
+    Args:
+      policy_logits: float [T, B, NUM_ACTIONS] unnormalised log-probabilities (any leading
+        dims are accepted: [..., NUM_ACTIONS]).
+      actions: integer [T, B] (the leading dims of ``policy_logits``) action indices.
+
+    Returns:
+      float [T, B]: ``log softmax(policy_logits)[actions]``. Differentiable w.r.t.
+      ``policy_logits``.
+    """
+    policy_logits = _to_float("policy_logits", policy_logits)
+    actions = tf.convert_to_tensor(actions)
+    if not actions.dtype.is_integer:
+        raise ValueError(f"`actions` must be an integer tensor, got dtype {actions.dtype.name}.")
+    _validate.check_min_rank("policy_logits", policy_logits, 2)
+    _validate.check_shape("actions", actions, policy_logits.shape[:-1], ref="policy_logits[..., 0]")
+    log_probs = tf.nn.log_softmax(policy_logits)
+    return tf.gather(log_probs, actions, batch_dims=len(actions.shape))
+
+
+def _reverse_recurrence(coeffs: tf.Tensor, deltas: tf.Tensor) -> tf.Tensor:
+    """Solves ``acc_t = deltas_t + coeffs_t * acc_{t+1}`` backwards in time, ``acc_T = 0``.
+
+    ``coeffs`` and ``deltas`` are time-major ``[T, ...]`` of one shape. One loop iteration
+    per time step, reading two rows and writing one: under XLA this is a loop of one fused
+    multiply-add with in-place updates; in graph mode ``parallel_iterations`` lets the reads
+    of later iterations run ahead of the sequential chain.
+    """
+    num_steps = tf.shape(coeffs)[0]
+    outputs = tf.TensorArray(deltas.dtype, size=num_steps, element_shape=deltas.shape[1:])
+
+    def body(t, acc, outputs):
+        acc = deltas[t] + coeffs[t] * acc
+        return t - 1, acc, outputs.write(t, acc)
+
+    _, _, outputs = tf.while_loop(
+        lambda t, acc, outputs: t >= 0,
+        body,
+        (num_steps - 1, tf.zeros_like(deltas[0]), outputs),
+        parallel_iterations=_PARALLEL_ITERATIONS,
+        maximum_iterations=num_steps,
+    )
+    return outputs.stack()
+
+
+def _threshold(name: str, value, dtype: tf.DType) -> tf.Tensor | None:
+    """A scalar clipping threshold as a tensor, or None (no clipping)."""
+    if value is None:
+        return None
+    t = _to_float(name, value, dtype)
+    _validate.check_rank(name, t, 0)
+    return t
+
+
+def from_importance_weights(
+    log_rhos,
+    discounts,
+    rewards,
+    values,
+    bootstrap_value,
+    clip_rho_threshold: float | tf.Tensor | None = 1.0,
+    clip_pg_rho_threshold: float | tf.Tensor | None = 1.0,
+    clip_c_threshold: float | tf.Tensor | None = 1.0,
+    lambda_: float | tf.Tensor = 1.0,
+) -> VTraceReturns:
+    """V-trace targets from log importance weights (IMPALA eq. 1, module docstring).
+
+    All of ``log_rhos``, ``discounts``, ``rewards``, ``values`` have one shape: time-major
+    [T, B] or [T, B, C...] (extra trailing dims are elementwise, e.g. one critic per C).
+
+    Args:
+      log_rhos: float [T, B] log(pi(a_t|x_t) / mu(a_t|x_t)).
+      discounts: float [T, B] gamma_t = gamma * (1 - terminated_t).
+      rewards: float [T, B] r_t.
+      values: float [T, B] V(x_t) of the target policy's critic.
+      bootstrap_value: float [B] V(x_T).
+      clip_rho_threshold: rho_bar for ``delta_t``; None: no clipping.
+      clip_pg_rho_threshold: the clipping threshold of rho in the policy-gradient advantage;
+        None: no clipping.
+      clip_c_threshold: c_bar for the trace coefficients; None: no clipping.
+      lambda_: scalar trace coefficient multiplier, c_t = lambda_ * min(c_bar, rho_t).
+
+    Returns:
+      `VTraceReturns(vs, pg_advantages)`, both [T, B]. No input receives a gradient: both
+      outputs are wrapped in ``tf.stop_gradient``.
+
+    Raises:
+      ValueError: naming the argument, on wrong rank, mismatched T or B, or non-float input.
+    """
+    log_rhos = _to_float("log_rhos", log_rhos)
+    dtype = log_rhos.dtype
+    discounts = _to_float("discounts", discounts, dtype)
+    rewards = _to_float("rewards", rewards, dtype)
+    values = _to_float("values", values, dtype)
+    bootstrap_value = _to_float("bootstrap_value", bootstrap_value, dtype)
+    _validate.check_min_rank("values", values, 2)
+    for name, tensor in (("log_rhos", log_rhos), ("discounts", discounts), ("rewards", rewards)):
+        _validate.check_same_shape(name, tensor, "values", values)
+    _validate.check_shape(
+        "bootstrap_value", bootstrap_value, values.shape[1:], ref="values without its time axis"
+    )
+    rho_bar = _threshold("clip_rho_threshold", clip_rho_threshold, dtype)
+    pg_rho_bar = _threshold("clip_pg_rho_threshold", clip_pg_rho_threshold, dtype)
+    c_bar = _threshold("clip_c_threshold", clip_c_threshold, dtype)
+    lambda_ = _threshold("lambda_", lambda_, dtype)
+
+    # Targets only: keep the loop out of any gradient tape.
+    log_rhos, discounts, rewards, values, bootstrap_value = (
+        tf.stop_gradient(x) for x in (log_rhos, discounts, rewards, values, bootstrap_value)
+    )
+    rhos = tf.exp(log_rhos)
+    clip = lambda bar: rhos if bar is None else tf.minimum(bar, rhos)
+    values_tp1 = tf.concat([values[1:], bootstrap_value[None]], axis=0)
+    deltas = clip(rho_bar) * (rewards + discounts * values_tp1 - values)
+    coeffs = discounts * (lambda_ * clip(c_bar))
+    vs = values + _reverse_recurrence(coeffs, deltas)
+    vs_tp1 = tf.concat([vs[1:], bootstrap_value[None]], axis=0)
+    pg_advantages = clip(pg_rho_bar) * (rewards + discounts * vs_tp1 - values)
+    return VTraceReturns(vs=tf.stop_gradient(vs), pg_advantages=tf.stop_gradient(pg_advantages))
+
+
+def _from_action_log_probs(
+    behaviour_action_log_probs, target_action_log_probs, discounts, rewards, values,
+    bootstrap_value, **kwargs
+) -> VTraceFromLogitsReturns:  # fmt: skip
+    """Shared tail of `from_logits` / `from_distributions`."""
+    log_rhos = target_action_log_probs - behaviour_action_log_probs
+    returns = from_importance_weights(
+        log_rhos, discounts, rewards, values, bootstrap_value, **kwargs
+    )
+    return VTraceFromLogitsReturns(
+        vs=returns.vs,
+        pg_advantages=returns.pg_advantages,
+        log_rhos=log_rhos,
+        behaviour_action_log_probs=behaviour_action_log_probs,
+        target_action_log_probs=target_action_log_probs,
+    )
+
+
+def from_logits(
+    behaviour_policy_logits,
+    target_policy_logits,
+    actions,
+    discounts,
+    rewards,
+    values,
+    bootstrap_value,
+    clip_rho_threshold: float | tf.Tensor | None = 1.0,
+    clip_pg_rho_threshold: float | tf.Tensor | None = 1.0,
+    clip_c_threshold: float | tf.Tensor | None = 1.0,
+    lambda_: float | tf.Tensor = 1.0,
+) -> VTraceFromLogitsReturns:
+    """V-trace for softmax policies: log rho_t = log pi(a_t) - log mu(a_t), then
+    `from_importance_weights`.
+
+    Args:
+      behaviour_policy_logits: float [T, B, NUM_ACTIONS] logits of mu (the actors' policy).
+      target_policy_logits: float [T, B, NUM_ACTIONS] logits of pi (the learner's policy).
+      actions: integer [T, B] actions taken by mu.
+      discounts, rewards, values: float [T, B]; bootstrap_value: float [B]; thresholds and
+        ``lambda_``: as in `from_importance_weights`.
+
+    Returns:
+      `VTraceFromLogitsReturns`. ``vs`` and ``pg_advantages`` are stop-gradient targets;
+      ``log_rhos``, ``target_action_log_probs`` (and ``behaviour_action_log_probs``) keep
+      their gradients w.r.t. ``target_policy_logits`` (``behaviour_policy_logits``), so
+      ``-target_action_log_probs * pg_advantages`` is the policy-gradient loss.
+    """
+    behaviour_policy_logits = _to_float("behaviour_policy_logits", behaviour_policy_logits)
+    target_policy_logits = _to_float("target_policy_logits", target_policy_logits)
+    _validate.check_rank("target_policy_logits", target_policy_logits, 3)
+    _validate.check_same_shape(
+        "behaviour_policy_logits", behaviour_policy_logits, "target_policy_logits",
+        target_policy_logits,
+    )  # fmt: skip
+    actions = tf.convert_to_tensor(actions)
+    _validate.check_shape(
+        "actions", actions, target_policy_logits.shape[:-1], ref="target_policy_logits[..., 0]"
+    )
+    _check_time_batch(actions, discounts, rewards, values)
+    return _from_action_log_probs(
+        log_probs_from_logits_and_actions(behaviour_policy_logits, actions),
+        log_probs_from_logits_and_actions(target_policy_logits, actions),
+        discounts, rewards, values, bootstrap_value,
+        clip_rho_threshold=clip_rho_threshold, clip_pg_rho_threshold=clip_pg_rho_threshold,
+        clip_c_threshold=clip_c_threshold, lambda_=lambda_,
+    )  # fmt: skip
+
+
+def from_distributions(
+    behaviour_distribution,
+    target_distribution,
+    actions,
+    discounts,
+    rewards,
+    values,
+    bootstrap_value,
+    clip_rho_threshold: float | tf.Tensor | None = 1.0,
+    clip_pg_rho_threshold: float | tf.Tensor | None = 1.0,
+    clip_c_threshold: float | tf.Tensor | None = 1.0,
+    lambda_: float | tf.Tensor = 1.0,
+) -> VTraceFromLogitsReturns:
+    """V-trace for any pair of ``tfp.distributions`` policies over [T, B].
+
+    ``log rho_t = target.log_prob(a_t) - behaviour.log_prob(a_t)``. The distributions' batch
+    shape must begin with [T, B]. For continuous actions the log-probability of the whole
+    action vector is used: an ``Independent``/multivariate distribution (event shape [A])
+    already gives [T, B]; a distribution whose batch shape carries the action dims (e.g. a
+    ``Normal`` with ``loc`` [T, B, A], treated as independent per dimension) gives
+    [T, B, A], and those trailing dims are summed. Both cases give the same numbers.
+
+    Args:
+      behaviour_distribution: mu, batch shape [T, B] (or [T, B, A...]).
+      target_distribution: pi, the same shapes as ``behaviour_distribution``.
+      actions: [T, B] (discrete) or [T, B, A...] actions taken by mu.
+      discounts, rewards, values: float [T, B]; bootstrap_value: float [B]; thresholds and
+        ``lambda_``: as in `from_importance_weights`.
+
+    Returns:
+      `VTraceFromLogitsReturns`, see `from_logits`: ``vs``/``pg_advantages`` are
+      stop-gradient; the log-probs and ``log_rhos`` keep gradients w.r.t. the parameters of
+      the distributions (the target's, and the behaviour's if they are not constants).
+    """
+    actions = tf.convert_to_tensor(actions)
+    _check_time_batch(actions, discounts, rewards, values)
+    log_probs = []
+    for name, dist in (("behaviour_distribution", behaviour_distribution),
+                       ("target_distribution", target_distribution)):  # fmt: skip
+        log_prob = dist.log_prob(actions)
+        _validate.check_min_rank(f"{name}.log_prob(actions)", log_prob, 2)
+        if log_prob.shape.rank is not None and log_prob.shape.rank > 2:
+            log_prob = tf.reduce_sum(log_prob, axis=list(range(2, log_prob.shape.rank)))
+        _validate.check_shape(
+            f"{name}.log_prob(actions)", log_prob, actions.shape[:2], "actions[:2]"
+        )
+        log_probs.append(log_prob)
+    return _from_action_log_probs(
+        *log_probs, discounts, rewards, values, bootstrap_value,
+        clip_rho_threshold=clip_rho_threshold, clip_pg_rho_threshold=clip_pg_rho_threshold,
+        clip_c_threshold=clip_c_threshold, lambda_=lambda_,
+    )  # fmt: skip
+
+
+def _check_time_batch(actions: tf.Tensor, discounts, rewards, values) -> None:
+    """Checks that ``actions`` starts with [T, B] and the [T, B] inputs match it."""
+    _validate.check_min_rank("actions", actions, 2)
+    for name, x in (("discounts", discounts), ("rewards", rewards), ("values", values)):
+        x = _to_float(name, x)
+        _validate.check_rank(name, x, 2)
+        _validate.check_shape(name, x, actions.shape[:2], ref="actions[:2]")
