@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -19,6 +20,9 @@ def to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
     *tensors/arrays* are rejected rather than silently cast, since integer rewards or values
     usually mean the wrong array was passed.
     """
+    if isinstance(value, np.ndarray | np.generic) and value.dtype.kind != "f":
+        # convert_to_tensor(int_array, dtype_hint=float32) would cast silently.
+        raise ValueError(f"`{name}` must be a floating-point tensor, got dtype {value.dtype}.")
     if isinstance(value, tf.Tensor | tf.Variable):
         t = tf.convert_to_tensor(value)
     else:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import collections
 
-import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.ops import _validate
+from tfagents_vtrace.ops._validate import to_float
 
 __all__ = [
     "GAEReturns",
@@ -60,16 +60,6 @@ def reverse_linear_recurrence(xs: tf.Tensor, coeffs: tf.Tensor, init: tf.Tensor)
         return x + c * acc
 
     return tf.scan(step, (xs, coeffs), initializer=init, reverse=True)
-
-
-def to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
-    """`_validate.to_float` that also rejects integer/bool *numpy* arrays.
-
-    (``tf.convert_to_tensor(int_array, dtype_hint=tf.float32)`` silently casts them.)
-    """
-    if isinstance(value, np.ndarray | np.generic) and value.dtype.kind not in "f":
-        raise ValueError(f"`{name}` must be a floating-point tensor, got dtype {value.dtype}.")
-    return _validate.to_float(name, value, dtype)
 
 
 def validate_time_major(
