@@ -178,3 +178,28 @@ class Checkpointer:
             self.counters[name].assign(value)
         self.last_save = time.monotonic()
         return self.manager.save(checkpoint_number=int(self.counters["env_steps"].numpy()))
+
+
+def restore_network(logdir: str):
+    """Rebuilds the network of run directory ``logdir`` and restores its latest checkpoint.
+
+    Reads ``config.json`` (env id + network config), builds the network for the env's
+    spaces and restores only the network's weights (the optimizer is not needed).
+
+    Raises:
+      ValueError: no config.json or no checkpoint in ``logdir``.
+    """
+    import tensorflow as tf
+
+    import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
+    from tfagents_vtrace.networks import NetworkConfig
+    from tfagents_vtrace.runtime.actor import build_network
+
+    config = read_config(logdir)
+    network = build_network(NetworkConfig.from_dict(config["network_config"]), config["env_id"])
+    latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
+    if latest is None:
+        raise ValueError(f"logdir: no checkpoint in {os.path.join(logdir, 'checkpoints')!r}")
+    status = tf.train.Checkpoint(network_weights=list(network.weights)).restore(latest)
+    status.expect_partial().assert_existing_objects_matched()
+    return network

@@ -5,9 +5,24 @@ looks up.
 """
 
 from tfagents_vtrace.agents.impala.config import ImpalaConfig
-from tfagents_vtrace.agents.impala.learner import METRIC_KEYS, ImpalaLearner, impala_loss
+from tfagents_vtrace.agents.impala.learner import (
+    METRIC_KEYS,
+    ImpalaLearner,
+    LossTerms,
+    impala_loss,
+    loss_terms,
+)
 
 Config = ImpalaConfig
 Learner = ImpalaLearner
 
-__all__ = ["METRIC_KEYS", "Config", "ImpalaConfig", "ImpalaLearner", "Learner", "impala_loss"]
+__all__ = [
+    "METRIC_KEYS",
+    "Config",
+    "ImpalaConfig",
+    "ImpalaLearner",
+    "Learner",
+    "LossTerms",
+    "impala_loss",
+    "loss_terms",
+]

@@ -27,6 +27,7 @@ V-trace targets and the bootstrap values are stop-gradient.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 
 import numpy as np
@@ -70,13 +71,19 @@ def _policy_terms(network, target: dict, behaviour: dict, actions: tf.Tensor):
     return target_lp, target_lp - behaviour_dist.log_prob(actions), entropy
 
 
-def impala_loss(
-    network, config: ImpalaConfig, batch: dict, scale: float | tf.Tensor
-) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-    """The IMPALA loss of the module docstring, summed over ``[T, B]`` and times ``scale``.
+LossTerms = collections.namedtuple(
+    "LossTerms", ["vtrace", "values", "target_log_probs", "log_rhos", "entropy", "mask"]
+)
 
-    ``scale`` is ``1 / (T * global_B)`` so replica losses sum to the global-batch mean.
-    Returns ``(loss, metrics)``; metrics are scaled the same way (they sum over replicas).
+
+def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
+    """Unrolls the network over the batch and computes the V-trace targets.
+
+    Returns a :class:`LossTerms` of ``[T, B]`` tensors (``values`` is ``[T+1, B]``):
+    ``vtrace`` (``VTraceReturns``: ``vs`` and ``pg_advantages``, stop-gradient), the
+    target policy's log-probs of the actions, ``log_rhos``, the policy entropy and the loss
+    mask ``1 - reset``. Rewards are clipped, and a truncated step's reward gains
+    ``gamma * sg(V(final observation))`` with its discount set to 0 (module docstring).
     """
     inputs = NetInputs(
         batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
@@ -88,9 +95,8 @@ def impala_loss(
     terminated = tf.cast(batch["terminated"], tf.float32)
     truncated = tf.cast(batch["truncated"], tf.float32)
     gamma = float(config.discount)
-    next_values = tf.stop_gradient(values[1:])
     rewards = common.clip_rewards(batch["reward"], config.reward_clipping)
-    rewards = rewards + gamma * truncated * next_values
+    rewards = rewards + gamma * truncated * tf.stop_gradient(values[1:])
     discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
     target_lp, log_rhos, entropy = _policy_terms(network, target, batch["policy"], batch["action"])
     vt = vtrace.from_importance_weights(
@@ -104,16 +110,29 @@ def impala_loss(
         clip_c_threshold=config.clip_c_threshold,
         lambda_=config.vtrace_lambda,
     )
-    pg_loss = -tf.reduce_sum(mask * target_lp * vt.pg_advantages) * scale
-    baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(vt.vs - values[:-1])) * scale
-    entropy_sum = tf.reduce_sum(mask * entropy) * scale
+    return LossTerms(vt, values, target_lp, log_rhos, entropy, mask)
+
+
+def impala_loss(
+    network, config: ImpalaConfig, batch: dict, scale: float | tf.Tensor
+) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    """The IMPALA loss of the module docstring, summed over ``[T, B]`` and times ``scale``.
+
+    ``scale`` is ``1 / (T * global_B)`` so replica losses sum to the global-batch mean.
+    Returns ``(loss, metrics)``; metrics are scaled the same way (they sum over replicas).
+    """
+    terms = loss_terms(network, config, batch)
+    mask, vt = terms.mask, terms.vtrace
+    pg_loss = -tf.reduce_sum(mask * terms.target_log_probs * vt.pg_advantages) * scale
+    baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(vt.vs - terms.values[:-1])) * scale
+    entropy_sum = tf.reduce_sum(mask * terms.entropy) * scale
     loss = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy_sum
     metrics = {
         "loss": loss,
         "pg_loss": pg_loss,
         "baseline_loss": baseline_loss,
         "entropy": entropy_sum,
-        "mean_rho": tf.reduce_sum(mask * tf.exp(log_rhos)) * scale,
+        "mean_rho": tf.reduce_sum(mask * tf.exp(terms.log_rhos)) * scale,
     }
     return loss, metrics
 
@@ -185,10 +204,15 @@ class ImpalaLearner:
         return self.network.get_weights()
 
     def checkpoint_items(self) -> dict:
-        """Trackables to checkpoint: network, optimizer and the non-finite counters."""
+        """Trackables to checkpoint: network and optimizer variables, non-finite counters.
+
+        Variables are listed explicitly (in ``network.weights`` / ``optimizer.variables``
+        order) rather than through the Keras objects, so every variable is saved whatever
+        the layers' attribute tracking does.
+        """
         return {
-            "network": self.network,
-            "optimizer": self.optimizer,
+            "network_weights": list(self.network.weights),
+            "optimizer_variables": list(self.optimizer.variables),
             "nonfinite_streak": self.nonfinite_streak,
             "skipped_updates": self.skipped_updates,
         }

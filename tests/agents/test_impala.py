@@ -1,0 +1,158 @@
+"""IMPALA learner: config validation, truncation bootstrapping, strategies, non-finite skips."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfagents_vtrace.agents import get_agent
+from tfagents_vtrace.agents.impala import ImpalaConfig, ImpalaLearner, loss_terms
+from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
+from tfagents_vtrace.runtime.strategy import make_strategy
+
+OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+ACT = gym.spaces.Discrete(2)
+GAMMA = 0.9
+
+
+def _network(seed=0):
+    tf.keras.utils.set_random_seed(seed)
+    return make_network(NetworkConfig(hidden_sizes=(8,)), OBS, ACT)
+
+
+def _batch(rng, t=5, b=4, truncate=(), terminate=()):
+    """A batch in the learner layout; (env, step) pairs in ``truncate``/``terminate`` end there."""
+    batch = {
+        "observation": rng.normal(size=(t + 1, b, 3)).astype(np.float32),
+        "first": np.zeros((t + 1, b), bool),
+        "reset": np.zeros((t + 1, b), bool),
+        "prev_action": np.zeros((t + 1, b), np.int32),
+        "prev_reward": np.zeros((t + 1, b), np.float32),
+        "action": rng.integers(0, 2, (t, b)).astype(np.int32),
+        "reward": rng.normal(size=(t, b)).astype(np.float32),
+        "terminated": np.zeros((t, b), bool),
+        "truncated": np.zeros((t, b), bool),
+        "policy": {"logits": rng.normal(size=(t, b, 2)).astype(np.float32)},
+        "state": (),
+    }
+    batch["first"][0] = True
+    for key, pairs in (("truncated", truncate), ("terminated", terminate)):
+        for env, step in pairs:
+            batch[key][step, env] = True
+            batch["reset"][step + 1, env] = True  # the next observation is the final one
+            if step + 1 < t:
+                batch["reward"][step + 1, env] = 0.0  # reset steps earn nothing
+            if step + 2 <= t:
+                batch["first"][step + 2, env] = True
+    return batch
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("discount", 1.5),
+        ("learning_rate", 0.0),
+        ("optimizer", "sgd"),
+        ("lr_decay", "cosine"),
+        ("reward_clipping", "abs_two"),
+        ("entropy_cost", -0.1),
+        ("baseline_cost", float("nan")),
+        ("max_grad_norm", -1.0),
+        ("clip_rho_threshold", 0.0),
+        ("vtrace_lambda", 1.1),
+        ("rmsprop_decay", 1.0),
+        ("jit_compile", "yes"),
+        ("max_nonfinite_updates", 0),
+    ],
+)
+def test_bad_config_value_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        ImpalaConfig(**{field: value})
+
+
+def test_registry_finds_impala():
+    agent = get_agent("impala")
+    assert agent.Config is ImpalaConfig and agent.Learner is ImpalaLearner
+    with pytest.raises(ValueError, match="agent"):
+        get_agent("nope")
+
+
+def test_truncation_bootstraps_from_final_observation_and_termination_does_not(rng):
+    """On-policy V-trace with rho = c = lambda = 1 equals the bootstrapped n-step return."""
+    t, b = 6, 3
+    batch = _batch(rng, t, b, truncate=[(0, 2)], terminate=[(1, 2)])
+    net = _network()
+    inputs = NetInputs(
+        batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
+    )
+    out = net.unroll(inputs, ())
+    batch["policy"] = {"logits": out.policy["logits"][:-1].numpy()}  # on-policy: rho = 1
+    values = out.value.numpy()
+    config = ImpalaConfig(discount=GAMMA, clip_rho_threshold=None, clip_pg_rho_threshold=None)
+    terms = loss_terms(net, config, batch)
+    vs = terms.vtrace.vs.numpy()
+
+    # Slow reference in the paper's notation: G_t = r_t + gamma * G_{t+1}; a terminated step
+    # ends the sum, a truncated step bootstraps from V(x_{t+1}), the final observation.
+    expected = np.zeros((t, b))
+    for e in range(b):
+        g = values[t, e]
+        for s in reversed(range(t)):
+            r = batch["reward"][s, e]
+            if batch["terminated"][s, e]:
+                g = r
+            elif batch["truncated"][s, e]:
+                g = r + GAMMA * values[s + 1, e]
+            elif batch["reset"][s, e]:
+                g = 0.0  # masked reset step: its target is never used
+            else:
+                g = r + GAMMA * g
+            expected[s, e] = g
+    mask = terms.mask.numpy() > 0
+    np.testing.assert_allclose(vs[mask], expected[mask], rtol=1e-5, atol=1e-5)
+    assert not mask[3, 0] and not mask[3, 1]  # reset steps are masked
+    np.testing.assert_allclose(
+        vs[2, 0], batch["reward"][2, 0] + GAMMA * values[3, 0], rtol=1e-5
+    )  # truncated: bootstrap from V(final obs)
+    np.testing.assert_allclose(vs[2, 1], batch["reward"][2, 1], rtol=1e-5)  # terminated
+    assert abs(values[3, 0]) > 1e-4  # the bootstrap term is not trivially zero
+
+
+def _learner(strategy, weights=None, **kw):
+    config = ImpalaConfig(optimizer="adam", learning_rate=1e-2, lr_decay="none", **kw)
+    learner = ImpalaLearner(config, _network, strategy)
+    if weights is not None:
+        learner.network.set_weights(weights)
+    return learner
+
+
+def test_mirrored_update_equals_default_update(rng):
+    assert len(tf.config.list_logical_devices("CPU")) >= 2, "conftest makes 2 logical CPUs"
+    batch = _batch(rng, 5, 4, truncate=[(0, 1)], terminate=[(3, 2)])
+    default = _learner(make_strategy("default"), max_grad_norm=0.1)
+    init = default.network.get_weights()
+    mirrored = _learner(make_strategy("mirrored"), weights=init, max_grad_norm=0.1)
+    assert mirrored.num_replicas == 2
+    m_default = default.train_step(batch)
+    m_mirrored = mirrored.train_step(batch)
+    assert m_default["grad_norm"] > 0.1  # the global-norm clip is active
+    np.testing.assert_allclose(m_mirrored["loss"], m_default["loss"], rtol=1e-5, atol=1e-6)
+    for a, b in zip(default.network.get_weights(), mirrored.network.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(default.network.get_weights()[0], init[0])
+
+
+def test_non_finite_loss_skips_the_update(rng):
+    learner = _learner(None)
+    before = learner.network.get_weights()
+    bad = _batch(rng)
+    bad["reward"][0, 0] = np.nan
+    for i in range(3):
+        metrics = learner.train_step(bad)
+        assert metrics["skipped"] == 1.0 and metrics["nonfinite_streak"] == i + 1
+    for a, b in zip(before, learner.network.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    metrics = learner.train_step(_batch(rng))
+    assert metrics["skipped"] == 0.0 and metrics["nonfinite_streak"] == 0
+    assert int(learner.skipped_updates.numpy()) == 3
+    assert not np.allclose(before[0], learner.network.get_weights()[0])

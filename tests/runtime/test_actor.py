@@ -1,0 +1,98 @@
+"""Actors: unroll layout under NEXT_STEP autoreset, env failures, numpy policy parity."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from tfagents_vtrace.networks import NetInputs, NetworkConfig
+from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
+from tfagents_vtrace.runtime.policies import NumpyMLPPolicy, TFPolicy, make_policy
+
+T, B = 8, 4
+
+
+def short_cartpole(num_envs, seed, max_episode_steps=6):
+    """CartPole vector env (NEXT_STEP autoreset) whose episodes are truncated early."""
+    env = gym.make_vec(
+        "CartPole-v1",
+        num_envs=num_envs,
+        vectorization_mode="vector_entry_point",
+        max_episode_steps=max_episode_steps,
+    )
+    env.reset(seed=seed)
+    return env
+
+
+class FailingVectorEnv(gym.vector.VectorWrapper):
+    """Raises RuntimeError on every ``every``-th call to step() (counted across instances)."""
+
+    calls = 0
+
+    def __init__(self, env, every):
+        super().__init__(env)
+        self.every = every
+
+    def step(self, actions):
+        FailingVectorEnv.calls += 1
+        if FailingVectorEnv.calls % self.every == 0:
+            raise RuntimeError("simulated environment crash")
+        return self.env.step(actions)
+
+
+def _actor(env_factory, impl="auto", num_envs=B):
+    spec = ActorSpec("CartPole-v1", NetworkConfig(hidden_sizes=(16,)), num_envs, T, seed=3,
+                     policy_impl=impl)  # fmt: skip
+    return Actor(spec, env_factory=env_factory)
+
+
+@pytest.mark.parametrize("impl", ["tf", "numpy"])
+def test_unroll_layout_follows_next_step_autoreset(impl):
+    actor = _actor(lambda seed: short_cartpole(B, seed), impl)
+    first_unroll, _ = actor.unroll()
+    u, info = actor.unroll()
+    # One-step overlap: the last entry of an unroll is the first of the next.
+    for key in ("observation", "first", "reset", "prev_action", "prev_reward"):
+        np.testing.assert_array_equal(u[key][0], first_unroll[key][T])
+    assert u["observation"].shape == (T + 1, B, 4) and u["action"].shape == (T, B)
+    assert u["policy"]["logits"].shape == (T, B, 2)
+    ended = u["terminated"] | u["truncated"]
+    assert u["truncated"].any(), "episodes of 6 steps must be truncated within 2 unrolls"
+    np.testing.assert_array_equal(u["reset"][1:], ended)  # final observation after an end
+    np.testing.assert_array_equal(u["first"][1:], u["reset"][:-1])  # new episode after reset
+    assert np.all(u["reward"][u["reset"][:-1]] == 0.0)  # reset steps earn nothing
+    assert not np.any(ended & u["reset"][:-1])  # a reset step never ends an episode
+    assert np.all(u["prev_action"][u["first"]] == 0) and np.all(u["prev_reward"][u["first"]] == 0)
+    keep = ~u["first"][1:]
+    np.testing.assert_array_equal(u["prev_action"][1:][keep], u["action"][keep])
+    assert np.all(info["episode_lengths"] == 6) and np.all(info["episode_returns"] == 6.0)
+
+
+def test_env_failure_drops_the_unroll_and_recreates_the_env():
+    FailingVectorEnv.calls = 0
+    actor = _actor(lambda seed: FailingVectorEnv(short_cartpole(B, seed), every=13))
+    results = [actor.unroll() for _ in range(12)]
+    dropped = sum(r is None for r in results)
+    assert dropped >= 5 and actor.env_restarts == dropped
+    kept = [r for r in results if r is not None]
+    assert kept and kept[-1][1]["env_restarts"] <= actor.env_restarts
+    for u, _ in kept:  # every kept unroll is complete and consistent
+        assert np.isfinite(u["observation"]).all()
+        np.testing.assert_array_equal(u["first"][1:], u["reset"][:-1])
+
+
+def test_numpy_policy_matches_the_network():
+    net = build_network(NetworkConfig(hidden_sizes=(16, 8)), "CartPole-v1")
+    assert NumpyMLPPolicy.supports(net)
+    policy = make_policy(net, "auto", greedy=True)
+    assert isinstance(policy, NumpyMLPPolicy)
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    zeros = np.zeros(5, np.int32), np.zeros(5, np.float32)
+    out = net(NetInputs(obs, np.zeros(5, bool), *zeros), ())
+    np.testing.assert_allclose(policy.logits(obs), out.policy["logits"].numpy(), rtol=1e-5,
+                               atol=1e-6)  # fmt: skip
+    action, _, _ = policy.step(obs, np.zeros(5, bool), *zeros, ())
+    np.testing.assert_array_equal(action, np.argmax(out.policy["logits"].numpy(), -1))
+    lstm = build_network(NetworkConfig(hidden_sizes=(8,), core="lstm", lstm_size=8),
+                         "CartPole-v1")  # fmt: skip
+    assert not NumpyMLPPolicy.supports(lstm)
+    assert isinstance(make_policy(lstm, "auto"), TFPolicy)
