@@ -19,8 +19,17 @@ tfd = tfp.distributions
 THRESHOLDS = {"1.0": (1.0, 1.0, 1.0), "3.7-2.2": (3.7, 2.2, 1.3), "None": (None, None, None)}
 
 
-def numpy_vtrace(log_rhos, discounts, rewards, values, bootstrap_value, rho_bar=1.0,
-                 pg_rho_bar=1.0, c_bar=1.0, lambda_=1.0):  # fmt: skip
+def numpy_vtrace(
+    log_rhos,
+    discounts,
+    rewards,
+    values,
+    bootstrap_value,
+    rho_bar=1.0,
+    pg_rho_bar=1.0,
+    c_bar=1.0,
+    lambda_=1.0,
+):
     """IMPALA eq. 1 as a double sum, with explicit loops over time (float64).
 
     v_s = V(x_s) + sum_{t=s}^{T-1} (prod_{i=s}^{t-1} gamma_i c_i) delta_t V,
@@ -87,7 +96,7 @@ def test_from_importance_weights_matches_numpy(rng, mode, num_steps, batch, lamb
             clip_pg_rho_threshold=pg_rho_bar,
             clip_c_threshold=c_bar,
             lambda_=lambda_,
-        ),  # fmt: skip
+        ),
         mode,
     )
     out = fn(*inputs.values())
@@ -154,9 +163,14 @@ def test_from_logits_gradients_reach_target_logits_only_through_log_probs(rng, m
     def grads():
         with tf.GradientTape(persistent=True) as tape:
             out = vtrace.from_logits(
-                behaviour, target, actions, inputs["discounts"], inputs["rewards"], values,
+                behaviour,
+                target,
+                actions,
+                inputs["discounts"],
+                inputs["rewards"],
+                values,
                 inputs["bootstrap_value"],
-            )  # fmt: skip
+            )
             targets = tf.reduce_sum(out.vs) + tf.reduce_sum(out.pg_advantages)
             log_pi = tf.reduce_sum(out.target_action_log_probs)
             log_rho = tf.reduce_sum(out.log_rhos)
@@ -210,9 +224,12 @@ def test_from_distributions_categorical_equals_from_logits(rng):
     del inputs["log_rhos"]
     want = vtrace.from_logits(behaviour, target, actions, *inputs.values(), lambda_=0.9)
     got = vtrace.from_distributions(
-        tfd.Categorical(logits=behaviour), tfd.Categorical(logits=target), actions,
-        *inputs.values(), lambda_=0.9,
-    )  # fmt: skip
+        tfd.Categorical(logits=behaviour),
+        tfd.Categorical(logits=target),
+        actions,
+        *inputs.values(),
+        lambda_=0.9,
+    )
     for field in want._fields:
         np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-5, atol=1e-6)
 
@@ -344,5 +361,12 @@ def test_bad_threshold_and_logits_raise(rng):
     with pytest.raises(ValueError, match=r"`actions` must be an integer"):
         vtrace.log_probs_from_logits_and_actions(logits, actions.astype(np.float32))
     with pytest.raises(ValueError, match=r"`rewards`.*\[5, 3\].*\[4, 3\]"):
-        vtrace.from_logits(logits, logits, actions, inputs["discounts"], inputs["rewards"][:4],
-                           inputs["values"], inputs["bootstrap_value"])  # fmt: skip
+        vtrace.from_logits(
+            logits,
+            logits,
+            actions,
+            inputs["discounts"],
+            inputs["rewards"][:4],
+            inputs["values"],
+            inputs["bootstrap_value"],
+        )

@@ -201,9 +201,14 @@ def from_importance_weights(
 
 
 def _from_action_log_probs(
-    behaviour_action_log_probs, target_action_log_probs, discounts, rewards, values,
-    bootstrap_value, **kwargs
-) -> VTraceFromLogitsReturns:  # fmt: skip
+    behaviour_action_log_probs,
+    target_action_log_probs,
+    discounts,
+    rewards,
+    values,
+    bootstrap_value,
+    **kwargs,
+) -> VTraceFromLogitsReturns:
     """Shared tail of `from_logits` / `from_distributions`."""
     log_rhos = target_action_log_probs - behaviour_action_log_probs
     returns = from_importance_weights(
@@ -251,9 +256,11 @@ def from_logits(
     target_policy_logits = _to_float("target_policy_logits", target_policy_logits)
     _validate.check_rank("target_policy_logits", target_policy_logits, 3)
     _validate.check_same_shape(
-        "behaviour_policy_logits", behaviour_policy_logits, "target_policy_logits",
+        "behaviour_policy_logits",
+        behaviour_policy_logits,
+        "target_policy_logits",
         target_policy_logits,
-    )  # fmt: skip
+    )
     actions = tf.convert_to_tensor(actions)
     _validate.check_shape(
         "actions", actions, target_policy_logits.shape[:-1], ref="target_policy_logits[..., 0]"
@@ -262,10 +269,15 @@ def from_logits(
     return _from_action_log_probs(
         log_probs_from_logits_and_actions(behaviour_policy_logits, actions),
         log_probs_from_logits_and_actions(target_policy_logits, actions),
-        discounts, rewards, values, bootstrap_value,
-        clip_rho_threshold=clip_rho_threshold, clip_pg_rho_threshold=clip_pg_rho_threshold,
-        clip_c_threshold=clip_c_threshold, lambda_=lambda_,
-    )  # fmt: skip
+        discounts,
+        rewards,
+        values,
+        bootstrap_value,
+        clip_rho_threshold=clip_rho_threshold,
+        clip_pg_rho_threshold=clip_pg_rho_threshold,
+        clip_c_threshold=clip_c_threshold,
+        lambda_=lambda_,
+    )
 
 
 def from_distributions(
@@ -305,8 +317,10 @@ def from_distributions(
     actions = tf.convert_to_tensor(actions)
     _check_time_batch(actions, discounts, rewards, values)
     log_probs = []
-    for name, dist in (("behaviour_distribution", behaviour_distribution),
-                       ("target_distribution", target_distribution)):  # fmt: skip
+    for name, dist in (
+        ("behaviour_distribution", behaviour_distribution),
+        ("target_distribution", target_distribution),
+    ):
         log_prob = dist.log_prob(actions)
         _validate.check_min_rank(f"{name}.log_prob(actions)", log_prob, 2)
         if log_prob.shape.rank is not None and log_prob.shape.rank > 2:
@@ -316,10 +330,16 @@ def from_distributions(
         )
         log_probs.append(log_prob)
     return _from_action_log_probs(
-        *log_probs, discounts, rewards, values, bootstrap_value,
-        clip_rho_threshold=clip_rho_threshold, clip_pg_rho_threshold=clip_pg_rho_threshold,
-        clip_c_threshold=clip_c_threshold, lambda_=lambda_,
-    )  # fmt: skip
+        *log_probs,
+        discounts,
+        rewards,
+        values,
+        bootstrap_value,
+        clip_rho_threshold=clip_rho_threshold,
+        clip_pg_rho_threshold=clip_pg_rho_threshold,
+        clip_c_threshold=clip_c_threshold,
+        lambda_=lambda_,
+    )
 
 
 def _check_time_batch(actions: tf.Tensor, discounts, rewards, values) -> None:
