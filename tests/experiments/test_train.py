@@ -1,0 +1,82 @@
+"""experiments.train: a smoke run writes the run directory; a SIGKILLed run resumes."""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SMALL = ["--env=CartPole-v1", "--num_envs=8", "--unroll_length=8", "--hidden_sizes=16",
+         "--eval_episodes=2", "--log_every_s=0.05"]  # fmt: skip
+
+
+def _train_cmd(logdir, *extra):
+    return [sys.executable, "-m", "experiments.train", f"--logdir={logdir}", *SMALL, *extra]
+
+
+def _rows(logdir):
+    with open(os.path.join(logdir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow and training
+def test_smoke_run_writes_the_run_directory(tmp_path):
+    logdir = str(tmp_path / "run")
+    out = subprocess.run(
+        _train_cmd(logdir, "--total_steps=1024", "--eval_every=512"),
+        cwd=ROOT, capture_output=True, text=True, timeout=180, check=True,
+    )  # fmt: skip
+    final = json.loads(out.stdout.strip().splitlines()[-1])
+    assert final["final"] is True and final["step"] == 1024
+    assert final["wall_time"] > 0 and isinstance(final["eval_return"], float)
+    for name in ("config.json", "metrics.jsonl", "checkpoints/checkpoint",
+                 "policy/saved_model.pb"):  # fmt: skip
+        assert os.path.exists(os.path.join(logdir, name)), name
+    assert glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
+    config = json.load(open(os.path.join(logdir, "config.json")))
+    assert config["env_id"] == "CartPole-v1" and config["network_config"]["hidden_sizes"] == [16]
+    rows = _rows(logdir)
+    for key in ("step", "wall_time", "sps", "episode_return", "episodes", "loss"):
+        assert key in rows[-1], key
+    assert [r["step"] for r in rows if "eval_return" in r] == [512, 1024]
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow and training
+def test_killed_run_resumes_from_its_checkpoint(tmp_path):
+    logdir = str(tmp_path / "run")
+    proc = subprocess.Popen(
+        _train_cmd(logdir, "--total_steps=100000000", "--checkpoint_every_s=0.2", "--noexport"),
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while not glob.glob(os.path.join(logdir, "checkpoints", "ckpt-*.index")):
+            assert proc.poll() is None and time.time() < deadline, "no checkpoint written"
+            time.sleep(0.1)
+        time.sleep(0.5)  # let it run past the first checkpoint
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    checkpoints = glob.glob(os.path.join(logdir, "checkpoints", "ckpt-*.index"))
+    saved = max(int(os.path.basename(p)[5:-6]) for p in checkpoints)
+    before = [r["step"] for r in _rows(logdir)]
+    target = saved + 1024
+    out = subprocess.run(
+        _train_cmd(logdir, f"--total_steps={target}", "--noexport"),
+        cwd=ROOT, capture_output=True, text=True, timeout=180, check=True,
+    )  # fmt: skip
+    final = json.loads(out.stdout.strip().splitlines()[-1])
+    assert final["resumed"] is True and final["step"] == target
+    steps = [r["step"] for r in _rows(logdir)]
+    assert all(a < b for a, b in zip(steps, steps[1:])), "steps strictly increasing"
+    assert steps[-1] == target
+    assert [s for s in before if s <= saved] == [s for s in steps if s <= saved]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
