@@ -59,8 +59,14 @@ def _space_metadata(network: ActorCriticNetwork) -> dict:
     return meta
 
 
-class _PolicyModule(tf.Module):
-    """The exported object: the network's variables plus traced acting functions."""
+class PolicyModule(tf.Module):
+    """The exported object: the network's variables plus the acting ``tf.function``s.
+
+    In process it is the exact twin of the loaded SavedModel (same traced functions, same
+    inputs/outputs as in the module docstring), e.g. for benchmarks or an in-process actor:
+    ``PolicyModule(net).action(observation=..., first=..., prev_action=..., prev_reward=...,
+    state=...)``. ``action.python_function`` runs the same step eagerly.
+    """
 
     def __init__(self, network: ActorCriticNetwork):
         super().__init__(name="policy")
@@ -164,6 +170,6 @@ def export_policy(
             shutil.rmtree(path)
         else:
             os.remove(path)
-    module = _PolicyModule(network)
+    module = PolicyModule(network)
     tf.saved_model.save(module, path, signatures=module.serving_signatures())
     return path
