@@ -140,7 +140,8 @@ def test_every_torso_and_head_runs_under_xla(config, obs_space, action_space, rn
         return out._replace(q=out.q if not sdn else out.q - out.q)  # SDN q is stochastic
 
     def step(inputs, state):
-        return net(at(inputs, 0), state)
+        out = net(at(inputs, 0), state)
+        return out.value, net.greedy_action(out.policy), net.distribution(out.policy).sample()
 
     eager = unroll(inputs, state)
     xla = tf.function(unroll, jit_compile=True)(inputs, state)
@@ -148,12 +149,9 @@ def test_every_torso_and_head_runs_under_xla(config, obs_space, action_space, rn
         np.testing.assert_allclose(xla.policy[k].numpy(), eager.policy[k].numpy(), atol=1e-4)
     np.testing.assert_allclose(xla.value.numpy(), eager.value.numpy(), atol=1e-4)
     assert xla.value.shape == (T, B)
-    one = tf.function(step, jit_compile=True)(inputs, state)
-    np.testing.assert_allclose(one.value.numpy(), eager.value[0].numpy(), atol=1e-4)
-    greedy = tf.function(lambda p: net.greedy_action(p), jit_compile=True)(one.policy)
-    assert greedy.shape[0] == B
-    sample = tf.function(lambda p: net.distribution(p).sample(), jit_compile=True)(one.policy)
-    assert sample.shape == greedy.shape
+    value, greedy, sample = tf.function(step, jit_compile=True)(inputs, state)
+    np.testing.assert_allclose(value.numpy(), eager.value[0].numpy(), atol=1e-4)
+    assert greedy.shape[0] == B and sample.shape == greedy.shape
 
 
 def test_mirrored_strategy_per_replica_forward_equals_single_device(rng):
@@ -181,3 +179,21 @@ def test_mirrored_strategy_per_replica_forward_equals_single_device(rng):
     for replica, local in enumerate(strategy.experimental_local_results(result)):
         expected = net.unroll(per_replica[replica], net.initial_state(B)).value
         np.testing.assert_allclose(local.numpy(), expected.numpy(), atol=1e-5)
+
+
+def test_unroll_traces_once_for_dynamic_time_and_batch(rng):
+    net = make_network(META_LSTM, BOX_OBS, DISCRETE)
+    spec = NetInputs(
+        tf.TensorSpec([None, None, 4], tf.float32),
+        tf.TensorSpec([None, None], tf.bool),
+        tf.TensorSpec([None, None], tf.int32),
+        tf.TensorSpec([None, None], tf.float32),
+    )
+    state_spec = tuple(tf.TensorSpec([None, n], tf.float32) for n in net.state_sizes)
+    unroll = tf.function(lambda i, s: net.unroll(i, s).value, input_signature=[spec, state_spec])
+    for T, B in [(2, 3), (5, 1)]:
+        inputs = random_inputs(net, rng, T, B)
+        got = unroll(inputs, net.initial_state(B))
+        expected = net.unroll(inputs, net.initial_state(B)).value
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-5)
+    assert unroll.experimental_get_tracing_count() == 1
