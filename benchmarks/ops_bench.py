@@ -135,9 +135,19 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few samples, for a smoke run")
     parser.add_argument("--samples", type=int, default=None, help="timed samples per column")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="TF intra/inter-op threads (0: TF's default)"
+    )
     args = parser.parse_args(argv)
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     samples = args.samples or (5 if args.quick else 40)
-    print(f"tensorflow {tf.__version__}, {samples} interleaved samples per column; ms per call")
+    threads = args.threads or "default"
+    print(
+        f"tensorflow {tf.__version__}, threads {threads}, {samples} interleaved samples per column"
+    )
+    print(f"load average before: {os.getloadavg()[0]:.2f}; times are medians in ms per call")
     header = "(T, B)      | (a) ref scan | (b) ours | (c) ours XLA | (d) rlax | a/b   | a/c   | d/c"
     rows = []
     for t, b in SIZES:
@@ -153,6 +163,7 @@ def main(argv=None) -> None:
         )
         print(rows[-1], flush=True)
     print()
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
     print(header)
     print("\n".join(rows))
 

@@ -370,3 +370,9 @@ def test_bad_threshold_and_logits_raise(rng):
             inputs["values"],
             inputs["bootstrap_value"],
         )
+
+
+def test_xla_mode_takes_the_fused_path():
+    """The XLA tests above exercise the fused loop; the other modes the vectorized path."""
+    flags = {m: run_in_mode(lambda: tf.constant(vtrace._in_xla_context()), m)() for m in RUN_MODES}
+    assert flags == {"eager": False, "function": False, "xla": True}

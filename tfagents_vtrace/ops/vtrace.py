@@ -16,12 +16,16 @@ Notation (paper, section 4.1), for ``s = 0 .. T-1`` with ``V(x_T) = bootstrap_va
 ``discounts[t] = gamma * (1 - terminated[t])``: a zero discount cuts the trace, so one
 trajectory holding two episodes gives the targets of the two episodes computed apart.
 
-Speed: the backward recursion is the only sequential part. All other work (exp, clipping,
-the TD errors, the advantages) is elementwise over the whole ``[T, B]`` block and fuses; the
-recursion is a ``tf.while_loop`` whose body is one multiply-add on a ``[B]`` row, so under
-``tf.function(jit_compile=True)`` XLA compiles it to a tight loop with in-place updates, and in
-graph mode the independent reads run ahead (``parallel_iterations``). See
-``benchmarks/ops_bench.py`` for measured times.
+Speed: the backward recursion is the only sequential part. Two code paths compute the same
+numbers (both are tested against numpy):
+  * graph mode / eager: the elementwise work (exp, clipping, TD errors, advantages) runs over
+    the whole ``[T, B]`` block, and the recursion is a ``tf.while_loop`` whose body is one
+    multiply-add on a ``[B]`` row (few ops per iteration: graph mode pays per op); the
+    independent reads run ahead (``parallel_iterations``);
+  * under ``tf.function(jit_compile=True)`` (detected while tracing): a single loop whose
+    body computes everything for step t, which XLA fuses into one kernel per row, so the
+    inputs are read once and no ``[T, B]`` intermediates are written.
+``benchmarks/ops_bench.py`` measures both against a scalable_agent-style ``tf.scan``.
 """
 
 from __future__ import annotations
@@ -186,18 +190,61 @@ def from_importance_weights(
     lambda_ = _threshold("lambda_", lambda_, dtype)
 
     # Targets only: keep the loop out of any gradient tape.
-    log_rhos, discounts, rewards, values, bootstrap_value = (
-        tf.stop_gradient(x) for x in (log_rhos, discounts, rewards, values, bootstrap_value)
-    )
-    rhos = tf.exp(log_rhos)
-    clip = lambda bar: rhos if bar is None else tf.minimum(bar, rhos)
-    values_tp1 = tf.concat([values[1:], bootstrap_value[None]], axis=0)
-    deltas = clip(rho_bar) * (rewards + discounts * values_tp1 - values)
-    coeffs = discounts * (lambda_ * clip(c_bar))
-    vs = values + _reverse_recurrence(coeffs, deltas)
-    vs_tp1 = tf.concat([vs[1:], bootstrap_value[None]], axis=0)
-    pg_advantages = clip(pg_rho_bar) * (rewards + discounts * vs_tp1 - values)
+    inputs = [tf.stop_gradient(x) for x in (log_rhos, discounts, rewards, values, bootstrap_value)]
+    clips = (rho_bar, c_bar, pg_rho_bar, lambda_)
+    if _in_xla_context():
+        vs, pg_advantages = _vtrace_fused_loop(*inputs, clips)
+    else:
+        vs, pg_advantages = _vtrace_vectorized(*inputs, clips)
     return VTraceReturns(vs=tf.stop_gradient(vs), pg_advantages=tf.stop_gradient(pg_advantages))
+
+
+def _in_xla_context() -> bool:
+    """True while tracing for XLA (inside ``tf.function(jit_compile=True)``)."""
+    get_context = getattr(tf.__internal__, "get_enclosing_xla_context", None)
+    return get_context is not None and get_context() is not None
+
+
+def _importance_weights(log_rhos: tf.Tensor, clips) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """(rho_t, c_t, rho^pg_t) = clipped importance weights; c_t includes lambda."""
+    rho_bar, c_bar, pg_rho_bar, lambda_ = clips
+    ratios = tf.exp(log_rhos)
+    clip = lambda bar: ratios if bar is None else tf.minimum(bar, ratios)
+    return clip(rho_bar), lambda_ * clip(c_bar), clip(pg_rho_bar)
+
+
+def _vtrace_vectorized(log_rhos, discounts, rewards, values, bootstrap_value, clips):
+    """Graph/eager path: all elementwise work over [T, B] at once, a lean loop between."""
+    rhos, cs, pg_rhos = _importance_weights(log_rhos, clips)
+    values_tp1 = tf.concat([values[1:], bootstrap_value[None]], axis=0)
+    deltas = rhos * (rewards + discounts * values_tp1 - values)
+    vs = values + _reverse_recurrence(discounts * cs, deltas)
+    vs_tp1 = tf.concat([vs[1:], bootstrap_value[None]], axis=0)
+    return vs, pg_rhos * (rewards + discounts * vs_tp1 - values)
+
+
+def _vtrace_fused_loop(log_rhos, discounts, rewards, values, bootstrap_value, clips):
+    """XLA path: one pass, each iteration reads the step-t rows and writes v_t and A_t.
+
+    XLA compiles the body to one fused kernel per row, so no [T, B] intermediates are
+    materialised (the vectorized path makes about three times as many passes over memory).
+    """
+    num_steps = tf.shape(values)[0]
+    arrays = [tf.TensorArray(values.dtype, size=num_steps, element_shape=values.shape[1:])] * 2
+
+    def body(t, acc, value_tp1, vs_tp1, vs_out, pg_out):
+        rho, c, pg_rho = _importance_weights(log_rhos[t], clips)
+        discount, reward, value = discounts[t], rewards[t], values[t]
+        acc = rho * (reward + discount * value_tp1 - value) + discount * c * acc
+        vs = value + acc
+        pg_advantage = pg_rho * (reward + discount * vs_tp1 - value)
+        return t - 1, acc, value, vs, vs_out.write(t, vs), pg_out.write(t, pg_advantage)
+
+    init = (num_steps - 1, tf.zeros_like(bootstrap_value), bootstrap_value, bootstrap_value)
+    *_, vs_out, pg_out = tf.while_loop(
+        lambda t, *_: t >= 0, body, (*init, *arrays), maximum_iterations=num_steps
+    )
+    return vs_out.stack(), pg_out.stack()
 
 
 def _from_action_log_probs(
