@@ -4,6 +4,7 @@ Importing this package registers with gymnasium:
 
 * ``CartPoleNoVel-v1``: CartPole-v1 observing ``[x, theta]`` only (partially observed), with
   a numpy vector entry point;
+* ``BanditStructured11-v0``: the eleven-armed bandit with an informative arm (same paper);
 * ``BanditIndependent-v0``, ``BanditDependentUniform-v0``, ``BanditDependentEasy-v0``,
   ``BanditDependentMedium-v0``, ``BanditDependentHard-v0``: two-armed Bernoulli bandit
   episodes of Wang et al., "Learning to reinforcement learn", 2016,
@@ -28,6 +29,7 @@ from tfagents_vtrace.envs.bandits import (
 )
 from tfagents_vtrace.envs.cartpole import CartPoleNoVelEnv, CartPoleNoVelVectorEnv
 from tfagents_vtrace.envs.factory import MODES, make_env, make_vector_env
+from tfagents_vtrace.envs.structured_bandit import StructuredBanditEnv, StructuredBanditVectorEnv
 
 # Bandit ids and their task family.
 BANDIT_IDS: dict[str, str] = {
@@ -37,6 +39,9 @@ BANDIT_IDS: dict[str, str] = {
     "BanditDependentMedium-v0": "dependent_medium",
     "BanditDependentHard-v0": "dependent_hard",
 }
+
+# The eleven-armed structured bandit (10 arms + 1 informative arm, 5 pulls an episode).
+STRUCTURED_BANDIT_ID = "BanditStructured11-v0"
 
 
 def _register() -> None:
@@ -57,6 +62,12 @@ def _register() -> None:
                 vector_entry_point="tfagents_vtrace.envs.bandits:TwoArmedBanditVectorEnv",
                 kwargs={"task": task},
             )
+    if STRUCTURED_BANDIT_ID not in gym.registry:
+        gym.register(
+            id=STRUCTURED_BANDIT_ID,
+            entry_point="tfagents_vtrace.envs.structured_bandit:StructuredBanditEnv",
+            vector_entry_point="tfagents_vtrace.envs.structured_bandit:StructuredBanditVectorEnv",
+        )
 
 
 _register()
@@ -66,9 +77,12 @@ __all__ = [
     "EVAL_SEED",
     "MODES",
     "PROB_SETS",
+    "STRUCTURED_BANDIT_ID",
     "TASKS",
     "CartPoleNoVelEnv",
     "CartPoleNoVelVectorEnv",
+    "StructuredBanditEnv",
+    "StructuredBanditVectorEnv",
     "TwoArmedBanditEnv",
     "TwoArmedBanditVectorEnv",
     "held_out_probs",
