@@ -37,3 +37,20 @@ def test_config_validation():
         NetworkConfig(use_time_step=True)
     with pytest.raises(ValueError, match="policy_head"):
         make_network(NetworkConfig(policy_head="gaussian"), BOX_OBS, DISCRETE)
+
+
+def test_bad_inputs_raise_value_error_naming_the_argument():
+    net = make_network(
+        NetworkConfig(hidden_sizes=(4,), core="lstm", lstm_size=3), BOX_OBS, DISCRETE
+    )
+    good = net.dummy_inputs(2)
+    with pytest.raises(ValueError, match=r"observation: expected shape \['B', 4\], got \[2, 5\]"):
+        net(good._replace(observation=np.zeros((2, 5), np.float32)), net.initial_state(2))
+    with pytest.raises(ValueError, match="prev_action"):
+        net(good._replace(prev_action=np.zeros((2, 3), np.int32)), net.initial_state(2))
+    with pytest.raises(ValueError, match=r"observation: expected shape \['T', 'B', 4\]"):
+        net.unroll(good, net.initial_state(2))  # one-step inputs given to unroll
+    with pytest.raises(ValueError, match="first"):
+        net(good._replace(first=np.zeros((2, 1), bool)), net.initial_state(2))
+    with pytest.raises(ValueError, match="state"):
+        net(good, ())

@@ -188,7 +188,7 @@ class ActorCriticNetwork(keras.Model):
     def call(self, inputs: NetInputs, state=(), actions=None, training=None) -> NetOutput:
         """One step. See the module docstring for shapes. ``actions`` ``[B]``/``[B, A]`` is
         used only by the stochastic dueling head (q = Q~(s, actions), else q is None)."""
-        inputs = NetInputs(*inputs)
+        inputs = self._check_inputs(inputs, state, ["B"])
         x = self._core_input(self.torso(inputs.observation), inputs)
         new_state = ()
         if self.core is not None:
@@ -201,8 +201,8 @@ class ActorCriticNetwork(keras.Model):
 
         Returns NetOutput with ``[T, B, ...]`` policy/value/q and the final state ``[B, k]``.
         """
-        inputs = NetInputs(*inputs)
-        obs = tf.convert_to_tensor(inputs.observation)
+        inputs = self._check_inputs(inputs, state, ["T", "B"])
+        obs = inputs.observation
         t, b = tf.shape(obs)[0], tf.shape(obs)[1]
         feats = _split_time(self.torso(_merge_time(obs)), t, b)
         x = self._core_input(feats, inputs)
@@ -216,6 +216,34 @@ class ActorCriticNetwork(keras.Model):
         return NetOutput(policy, split(value), split(q), new_state)
 
     # ------------------------------------------------------------------------ internals
+    def _check_inputs(self, inputs, state, lead: list[str]) -> NetInputs:
+        """Converts inputs to tensors; ValueError naming the argument on a static mismatch."""
+        inputs = NetInputs(*(tf.convert_to_tensor(x) for x in inputs))
+        expected = {
+            "observation": list(self.observation_spec.shape),
+            "first": [],
+            "prev_action": list(self.action_spec.shape),
+            "prev_reward": [],
+        }
+        for name, tail in expected.items():
+            shape = getattr(inputs, name).shape
+            if shape.rank is None:
+                continue
+            if shape.rank != len(lead) + len(tail) or not shape[len(lead) :].is_compatible_with(
+                tail
+            ):
+                raise ValueError(f"{name}: expected shape {lead + tail}, got {shape.as_list()}")
+        state = tuple(state)
+        sizes = [s.shape[-1] if s.shape.rank else None for s in map(tf.convert_to_tensor, state)]
+        if len(state) != len(self.state_sizes) or any(
+            n is not None and n != k for n, k in zip(sizes, self.state_sizes)
+        ):
+            raise ValueError(
+                f"state: expected {len(self.state_sizes)} tensors [B, k] with k in "
+                f"{list(self.state_sizes)}, got last dims {sizes}"
+            )
+        return inputs
+
     def _core_input(self, features: tf.Tensor, inputs: NetInputs) -> tf.Tensor:
         """Concatenates the (first-masked) previous action and reward to ``[..., F]``."""
         cfg = self.config
