@@ -1,0 +1,95 @@
+"""A3C: no update lost under concurrency, interleaving workers and the global step counter,
+entropy annealing over global steps, config validation, a run directory from train()."""
+
+import json
+import os
+import threading
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfagents_vtrace.agents.a3c import A3CConfig, A3CTrainer, SharedOptimizer, train
+from tfagents_vtrace.networks import NetworkConfig
+from tfagents_vtrace.runtime.config import RunConfig
+
+
+@pytest.mark.parametrize("field,value", [("num_workers", 0), ("t_max", 0), ("gae_lambda", -1)])
+def test_bad_config_value_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        A3CConfig(**{field: value})
+
+
+def test_no_update_is_lost_under_concurrency():
+    """N threads x K updates of a constant gradient 1 move the variable by exactly N*K*lr."""
+    n, k, lr = 4, 40, 0.125  # a power of two: every partial sum is exact in float32
+    var = tf.Variable([100.0, -3.0])
+    shared = SharedOptimizer([var], keras.optimizers.SGD(learning_rate=lr), record_order=True)
+    grad = [tf.constant([1.0, -1.0])]
+    barrier = threading.Barrier(n)
+
+    def work(i):
+        barrier.wait()  # start together to maximise contention
+        for _ in range(k):
+            shared.apply(grad, num_steps=3, caller=i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_array_equal(var.numpy(), [100.0 - n * k * lr, -3.0 + n * k * lr])
+    assert shared.step == n * k * 3 and shared.updates == n * k
+    assert sorted(shared.order) == sorted(list(range(n)) * k)
+
+
+def test_workers_interleave_and_global_step_is_the_sum_of_worker_steps(tmp_path):
+    import tfagents_vtrace.envs  # noqa: F401
+
+    run = RunConfig(
+        env_id="CartPole-v1", total_steps=1200, num_envs=2, eval_episodes=2,
+        export_policy=False, log_every_s=0.05,
+    )  # fmt: skip
+    config = A3CConfig(num_workers=3, t_max=5, entropy_start=0.05, entropy_end=0.0)
+    trainer = A3CTrainer(
+        run, config, NetworkConfig(hidden_sizes=(16,)), str(tmp_path), record_order=True
+    )
+    final = trainer.run()
+    shared = trainer.learner.shared
+    worker_steps = [w.steps for w in trainer.workers]
+    assert final["worker_steps"] == worker_steps
+    assert shared.step == sum(worker_steps) == final["step"] >= run.total_steps
+    assert shared.step - run.total_steps < config.num_workers * 10  # overshoot < N rollouts
+    assert shared.updates == sum(w.updates for w in trainer.workers) == len(shared.order)
+    order = shared.order
+    for i in range(config.num_workers):  # every worker updated while the others did
+        mine = [j for j, c in enumerate(order) if c == i]
+        others = [j for j, c in enumerate(order) if c != i]
+        assert mine and others and mine[0] < others[-1] and others[0] < mine[-1]
+    switches = sum(a != b for a, b in zip(order, order[1:]))
+    assert switches >= config.num_workers
+    # The entropy weight is annealed over the global step and hits its end value.
+    assert trainer.learner.entropy_coef(run.total_steps) == 0.0
+    assert trainer.learner.entropy_coef(run.total_steps // 2) == pytest.approx(0.025)
+    rows = [json.loads(line) for line in open(os.path.join(tmp_path, "metrics.jsonl"))]
+    assert rows[-1]["step"] == final["step"] and "eval_return" in rows[-1]
+
+
+def test_train_writes_a_resumable_run_directory_and_policy(tmp_path):
+    import tfagents_vtrace.envs  # noqa: F401
+
+    net = NetworkConfig(hidden_sizes=(), core="lstm", lstm_size=8, use_prev_action=True,
+                        use_prev_reward=True, use_time_step=True)  # fmt: skip
+    config = A3CConfig(num_workers=2, t_max=10, discount=0.9)
+    run = RunConfig(env_id="BanditDependentUniform-v0", total_steps=200, num_envs=2,
+                    eval_episodes=2, log_every_s=0.05)  # fmt: skip
+    final = train(run, config, net, str(tmp_path))
+    assert final["final"] and final["step"] >= 200 and not final["resumed"]
+    assert os.path.exists(os.path.join(tmp_path, "policy", "saved_model.pb"))
+    saved = json.load(open(os.path.join(tmp_path, "config.json")))
+    assert saved["agent"] == "a3c" and saved["agent_config"]["t_max"] == 10
+    longer = RunConfig(**{**run.__dict__, "total_steps": 300, "export_policy": False})
+    again = train(longer, config, net, str(tmp_path))
+    assert again["resumed"] and again["step"] >= 300
+    assert sum(again["worker_steps"]) == again["step"] - final["step"]

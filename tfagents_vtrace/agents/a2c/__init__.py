@@ -1,0 +1,24 @@
+"""A2C: synchronous advantage actor-critic with n-step returns or GAE (Mnih et al. 2016,
+https://arxiv.org/abs/1602.01783; Schulman et al. 2015, https://arxiv.org/abs/1506.02438).
+
+``Config`` and ``Learner`` are the names the agent registry (:mod:`tfagents_vtrace.agents`)
+looks up. The loss module is shared with A3C (:mod:`tfagents_vtrace.agents.a3c`).
+"""
+
+from tfagents_vtrace.agents.a2c.config import A2CConfig
+from tfagents_vtrace.agents.a2c.learner import A2CLearner, make_optimizer
+from tfagents_vtrace.agents.a2c.loss import METRIC_KEYS, a2c_loss, entropy_coefficient
+
+Config = A2CConfig
+Learner = A2CLearner
+
+__all__ = [
+    "METRIC_KEYS",
+    "A2CConfig",
+    "A2CLearner",
+    "Config",
+    "Learner",
+    "a2c_loss",
+    "entropy_coefficient",
+    "make_optimizer",
+]

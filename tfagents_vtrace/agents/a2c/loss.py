@@ -1,0 +1,154 @@
+"""The advantage actor-critic loss shared by A2C and A3C, and the entropy-weight schedule.
+
+Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
+https://arxiv.org/abs/1602.01783 (A3C, Algorithm S3), with the advantages of Schulman et al.,
+"High-Dimensional Continuous Control Using Generalized Advantage Estimation", 2015,
+https://arxiv.org/abs/1506.02438, and the annealed entropy bonus of Wang et al., "Learning to
+reinforcement learn", 2016, https://arxiv.org/abs/1611.05763.
+
+A batch has the runtime's unroll layout (see :mod:`tfagents_vtrace.runtime.actor`): T+1
+observations (one-step overlap), ``reset`` marking NEXT_STEP reset steps, ``terminated`` /
+``truncated`` per step, the recurrent state at the unroll start. With ``V`` the network's
+values over the T+1 observations and ``m_t = 1 - reset_t``:
+
+    r'_t = clip(r_t) + gamma * truncated_t * sg(V(x_{t+1}))      (time-limit bootstrap)
+    d_t  = gamma * (1 - terminated_t) * (1 - truncated_t) * m_t
+    delta_t = r'_t + d_t * V(x_{t+1}) - V(x_t)
+    A_t = delta_t + d_t * lambda * A_{t+1},   A_T = 0;   R_t = A_t + V(x_t)   (all sg)
+    L = mean_{t,b} m_t * [ -A_t log pi(a_t|x_t) + beta_v * 0.5 * (R_t - V(x_t))^2
+                           - beta_e * H(pi(.|x_t)) ]
+
+With ``lambda = 1`` the returns are A3C's n-step returns ``R_t = r'_t + d_t R_{t+1}``,
+``R_T = V(x_T)``. Gradients reach the network through ``log pi``, ``V(x_t)`` (t < T) and the
+entropy; ``A``, ``R`` and the bootstrap values are stop-gradient. The policy is the one that
+acted (A2C/A3C are on-policy): the metric ``mean_abs_log_rho`` measures how far the batch's
+behaviour policy is from the network's (0 when the data is on-policy).
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tfagents_vtrace.agents.a2c.config import A2CConfig
+from tfagents_vtrace.networks import NetInputs
+from tfagents_vtrace.ops import returns, vtrace
+
+try:  # the masks / truncation bootstrap of the runtime's batch, shared with IMPALA
+    from tfagents_vtrace.agents.common import episode_targets
+except ImportError:  # pragma: no cover - until agents/common.py gains it (a2c_glue.md)
+    from tfagents_vtrace.agents import common as _common
+
+    def episode_targets(batch: dict, values: tf.Tensor, discount: float, reward_clipping: str):
+        """``(rewards', discounts, mask)``, each ``[T, B]`` (module docstring formulas)."""
+        mask = 1.0 - tf.cast(batch["reset"][:-1], tf.float32)
+        terminated = tf.cast(batch["terminated"], tf.float32)
+        truncated = tf.cast(batch["truncated"], tf.float32)
+        gamma = float(discount)
+        rewards = _common.clip_rewards(batch["reward"], reward_clipping)
+        rewards = rewards + gamma * truncated * tf.stop_gradient(values[1:])
+        discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
+        return rewards, discounts, mask
+
+
+METRIC_KEYS = (
+    "loss",
+    "pg_loss",
+    "baseline_loss",
+    "entropy",
+    "entropy_coef",
+    "mean_abs_log_rho",
+    "grad_norm",
+    "learning_rate",
+)
+
+
+def entropy_coefficient(
+    step: tf.Tensor | int, total: tf.Tensor | int | None, start: float, end: float
+) -> tf.Tensor:
+    """Linearly annealed entropy weight: ``start + (end - start) * min(step / total, 1)``.
+
+    ``step`` and ``total`` count the same unit (updates for A2C, environment steps for A3C);
+    ``total`` None or 0 keeps the weight at ``start``. Returns a float32 scalar; no gradient.
+    """
+    start_t = tf.constant(float(start), tf.float32)
+    if total is None or (isinstance(total, int) and total <= 0):
+        return start_t
+    frac = tf.cast(step, tf.float32) / tf.maximum(tf.cast(total, tf.float32), 1.0)
+    frac = tf.clip_by_value(frac, 0.0, 1.0)
+    return start_t + (float(end) - float(start)) * frac
+
+
+def _log_prob_entropy(network, policy: dict, behaviour: dict, actions: tf.Tensor):
+    """``(log pi(a|x), entropy, |log pi(a|x) - log mu(a|x)|)``, each ``[T, B]``."""
+    if "logits" in policy:  # categorical fast path, no tfp objects in the graph
+        logits = tf.cast(policy["logits"], tf.float32)
+        actions = tf.cast(actions, tf.int32)
+        log_prob = vtrace.log_probs_from_logits_and_actions(logits, actions)
+        log_p = tf.nn.log_softmax(logits)
+        entropy = -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
+        behaviour_lp = vtrace.log_probs_from_logits_and_actions(
+            tf.cast(behaviour["logits"], tf.float32), actions
+        )
+        return log_prob, entropy, tf.abs(log_prob - behaviour_lp)
+    dist = network.distribution(policy)
+    log_prob = dist.log_prob(actions)
+    try:
+        entropy = dist.entropy()
+    except NotImplementedError:  # e.g. tanh-squashed Gaussian: single-sample estimate
+        entropy = -dist.log_prob(tf.stop_gradient(dist.sample()))
+    behaviour_lp = network.distribution(behaviour).log_prob(actions)
+    return log_prob, entropy, tf.abs(log_prob - behaviour_lp)
+
+
+def a2c_loss(
+    network,
+    config: A2CConfig,
+    batch: dict,
+    entropy_coef: tf.Tensor | float,
+    scale: tf.Tensor | float,
+) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    """The loss of the module docstring, summed over ``[T, B]`` and multiplied by ``scale``.
+
+    Args:
+      network: an ``ActorCriticNetwork`` (``unroll`` over ``[T+1, B]``).
+      config: the :class:`A2CConfig` (discount, gae_lambda, baseline_cost, reward_clipping).
+      batch: the runtime's unroll dict (module docstring); ``policy`` holds the behaviour
+        policy's parameters ``[T, B, ...]`` (used only for the ``mean_abs_log_rho`` metric).
+      entropy_coef: beta_e, float32 scalar (see :func:`entropy_coefficient`).
+      scale: ``1 / (T * global_B)`` so replica losses sum to the global-batch mean.
+
+    Returns:
+      ``(loss, metrics)``; the loss-like metrics are scaled like the loss.
+    """
+    inputs = NetInputs(
+        batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
+    )
+    out = network.unroll(inputs, tuple(batch["state"]))
+    values = out.value  # [T+1, B]
+    rewards, discounts, mask = episode_targets(
+        batch, values, config.discount, config.reward_clipping
+    )
+    gae = returns.generalized_advantage_estimation(
+        rewards,
+        tf.stop_gradient(values[:-1]),
+        tf.stop_gradient(values[-1]),
+        discounts,
+        float(config.gae_lambda),
+    )
+    policy = {k: v[:-1] for k, v in out.policy.items()}
+    log_prob, entropy, abs_log_rho = _log_prob_entropy(
+        network, policy, batch["policy"], batch["action"]
+    )
+    pg_loss = -tf.reduce_sum(mask * log_prob * gae.advantages) * scale
+    baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(gae.returns - values[:-1])) * scale
+    entropy_sum = tf.reduce_sum(mask * entropy) * scale
+    entropy_coef = tf.cast(entropy_coef, tf.float32)
+    loss = pg_loss + config.baseline_cost * baseline_loss - entropy_coef * entropy_sum
+    metrics = {
+        "loss": loss,
+        "pg_loss": pg_loss,
+        "baseline_loss": baseline_loss,
+        "entropy": entropy_sum,
+        "mean_abs_log_rho": tf.reduce_sum(mask * abs_log_rho) * scale,
+    }
+    return loss, metrics

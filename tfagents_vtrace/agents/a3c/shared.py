@@ -1,0 +1,183 @@
+"""The shared side of A3C: global network, one shared optimizer, a lock and the step counter.
+
+Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
+https://arxiv.org/abs/1602.01783 (Algorithm S3, "shared RMSProp"): workers compute gradients
+on local copies and apply them to the global parameters with one optimizer whose statistics
+are shared by all threads.
+
+Updates are serialized by a lock (not Hogwild): applying gradients, advancing the optimizer's
+statistics and incrementing the global step counter happen atomically, so no update is lost
+and ``global_step`` is exactly the sum of the steps the workers reported. Reading the weights
+takes the same lock, so a worker never copies a half-applied update.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents.a2c.learner import make_optimizer
+from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
+from tfagents_vtrace.agents.a3c.config import A3CConfig
+
+
+class SharedOptimizer:
+    """Applies gradients to shared variables under one lock and counts environment steps.
+
+    Args:
+      variables: the global trainable variables.
+      optimizer: a built (or buildable) Keras optimizer, shared by every caller.
+      record_order: keep the caller ids of the updates in ``order`` (tests, diagnostics).
+    """
+
+    def __init__(
+        self,
+        variables: Sequence[tf.Variable],
+        optimizer,
+        record_order: bool = False,
+    ):
+        self.variables = list(variables)
+        self.optimizer = optimizer
+        self.optimizer.build(self.variables)
+        self.lock = threading.Lock()
+        self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.updates = 0
+        self.order: list | None = [] if record_order else None
+        self._apply = tf.function(self._apply_fn, autograph=False)
+
+    def _apply_fn(self, grads):
+        self.optimizer.apply(grads, self.variables)
+
+    def apply(self, grads: Sequence[tf.Tensor], num_steps: int, caller=None) -> int:
+        """Applies ``grads`` (same order as ``variables``) and adds ``num_steps`` to the global
+        step, atomically; returns the new global step. ``grads`` receive no further gradient."""
+        if len(grads) != len(self.variables):
+            raise ValueError(
+                f"grads: expected {len(self.variables)} tensors, received {len(grads)}"
+            )
+        with self.lock:
+            self._apply(list(grads))
+            self.updates += 1
+            if self.order is not None:
+                self.order.append(caller)
+            return int(self.global_step.assign_add(int(num_steps)).numpy())
+
+    def add_steps(self, num_steps: int) -> int:
+        """Counts ``num_steps`` without an update (e.g. a skipped non-finite one)."""
+        with self.lock:
+            return int(self.global_step.assign_add(int(num_steps)).numpy())
+
+    def read(self, fn: Callable[[], object]):
+        """Runs ``fn`` (e.g. copying the weights) while no update can happen."""
+        with self.lock:
+            return fn()
+
+    @property
+    def step(self) -> int:
+        """The global environment-step counter."""
+        return int(self.global_step.numpy())
+
+
+class A3CLearner:
+    """The global network and the :class:`SharedOptimizer` that every worker updates.
+
+    It also satisfies the registry's ``Learner`` contract: ``train_step(batch)`` computes
+    the gradients of a batch on the global network and applies them through the shared
+    optimizer (a one-worker A3C step).
+
+    Args:
+      config: an :class:`A3CConfig`.
+      network_factory: zero-argument callable building the global network.
+      strategy: ignored by the thread backend (must be a single-replica strategy if given).
+      total_updates: unused (the A3C schedules count environment steps).
+      total_steps: environment steps of the run (entropy annealing, lr decay horizon).
+      record_order: forwarded to :class:`SharedOptimizer`.
+    """
+
+    def __init__(
+        self,
+        config: A3CConfig,
+        network_factory: Callable[[], object],
+        strategy: tf.distribute.Strategy | None = None,
+        total_updates: int | None = None,
+        *,
+        total_steps: int | None = None,
+        record_order: bool = False,
+    ):
+        if not isinstance(config, A3CConfig):
+            raise ValueError(f"config: expected an A3CConfig, received {type(config)}")
+        if strategy is not None and strategy.num_replicas_in_sync != 1:
+            raise ValueError(
+                f"strategy: A3C runs on threads, expected 1 replica, received "
+                f"{strategy.num_replicas_in_sync}"
+            )
+        self.config = config
+        self.total_steps = total_steps
+        self.network = network_factory()
+        self.optimizer = make_optimizer(config, total_updates)
+        self.shared = SharedOptimizer(
+            self.network.trainable_variables, self.optimizer, record_order=record_order
+        )
+        self._grads = tf.function(self._grads_fn)
+
+    def entropy_coef(self, step: int | None = None) -> float:
+        """The entropy weight at global step ``step`` (default: now)."""
+        step = self.shared.step if step is None else step
+        c = self.config
+        return float(entropy_coefficient(step, self.total_steps, c.entropy_start, c.entropy_end))
+
+    def get_weights(self) -> list[np.ndarray]:
+        """The global weights, copied while no update is in flight."""
+        return self.shared.read(self.network.get_weights)
+
+    def checkpoint_items(self) -> dict:
+        """Trackables to checkpoint: global network, shared optimizer, global step."""
+        return {
+            "network": self.network,
+            "optimizer": self.optimizer,
+            "a3c_global_step": self.shared.global_step,
+        }
+
+    def _grads_fn(self, batch: dict, entropy_coef: tf.Tensor):
+        return compute_gradients(self.network, self.config, batch, entropy_coef)
+
+    def train_step(self, batch: dict) -> dict[str, float]:
+        """One update of the global network on ``batch`` (runtime unroll layout)."""
+        steps = int(np.prod(np.shape(batch["reward"])))
+        coef = tf.constant(self.entropy_coef(), tf.float32)
+        grads, metrics = self.shared.read(lambda: self._grads(batch, coef))
+        return finish_update(self.shared, grads, metrics, steps, caller="learner")
+
+
+def compute_gradients(network, config: A3CConfig, batch: dict, entropy_coef: tf.Tensor):
+    """Clipped gradients of the A2C loss on ``network`` and metrics (call inside tf.function).
+
+    Returns ``(grads, metrics)``; ``metrics`` gains ``grad_norm`` (before clipping),
+    ``finite`` (1.0 when loss and gradients are finite) and ``entropy_coef``.
+    """
+    shape = tf.shape(batch["reward"])
+    scale = 1.0 / tf.cast(shape[0] * shape[1], tf.float32)
+    with tf.GradientTape() as tape:
+        loss, metrics = a2c_loss(network, config, batch, entropy_coef, scale)
+    grads = tape.gradient(loss, network.trainable_variables)
+    grads, norm, finite = common.clip_and_check(grads, config.max_grad_norm)
+    finite = tf.logical_and(finite, tf.math.is_finite(loss))
+    metrics = dict(metrics, grad_norm=norm, finite=tf.cast(finite, tf.float32))
+    metrics["entropy_coef"] = tf.cast(entropy_coef, tf.float32)
+    return grads, metrics
+
+
+def finish_update(shared: SharedOptimizer, grads, metrics, steps: int, caller) -> dict:
+    """Applies finite ``grads`` through ``shared`` (skips others); returns float metrics."""
+    out = {k: float(v) for k, v in metrics.items()}
+    if out.pop("finite") > 0.0:
+        out["global_step"] = float(shared.apply(grads, steps, caller=caller))
+        out["skipped"] = 0.0
+    else:
+        out["global_step"] = float(shared.add_steps(steps))
+        out["skipped"] = 1.0
+    return out

@@ -1,0 +1,260 @@
+"""A3C training into a run directory: worker threads + the runtime's run-directory pieces.
+
+Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
+https://arxiv.org/abs/1602.01783. ``num_workers`` :class:`~tfagents_vtrace.agents.a3c.worker.Worker`
+threads update one global network; the calling thread only watches: it writes metrics rows
+(``DIR/metrics.jsonl`` + TensorBoard), runs the greedy evaluation every ``eval_every`` global
+steps on separate environments, checkpoints, stops at ``total_steps`` or ``stop_return`` and
+exports ``DIR/policy``. The run directory is the runtime's (:mod:`tfagents_vtrace.runtime.run_dir`):
+training into an existing one resumes from its last checkpoint.
+
+From :class:`~tfagents_vtrace.runtime.config.RunConfig` it uses ``env_id``, ``seed``,
+``total_steps``, ``num_envs`` (environments *per worker*), ``env_mode``, ``policy_impl``,
+``eval_every``, ``eval_episodes``, ``stop_return``, ``checkpoint_every_s``, ``log_every_s``
+and ``export_policy``; the rollout length and thread count are the A3C config's ``t_max`` and
+``num_workers``. Workers check the global step before each rollout, so a run may overshoot
+``total_steps`` by at most ``num_workers - 1`` rollouts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.agents.a3c.config import A3CConfig
+from tfagents_vtrace.agents.a3c.shared import A3CLearner
+from tfagents_vtrace.agents.a3c.worker import Worker, WorkerStats
+from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime.actor import ActorSpec, build_network
+from tfagents_vtrace.runtime.config import RunConfig
+from tfagents_vtrace.runtime.evaluation import Evaluator
+from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.progress import Progress
+
+
+class A3CTrainer:
+    """Builds the global learner, the workers, evaluator and run directory; :meth:`run` trains.
+
+    Args mirror :func:`train`; ``record_order`` keeps the worker id of every shared update in
+    ``learner.shared.order`` (tests).
+    """
+
+    def __init__(
+        self,
+        run: RunConfig,
+        config: A3CConfig,
+        network_config,
+        logdir: str,
+        *,
+        start_time: float | None = None,
+        env_factory=None,
+        agent_name: str = "a3c",
+        record_order: bool = False,
+    ):
+        if not isinstance(config, A3CConfig):
+            raise ValueError(f"config: expected an A3CConfig, received {type(config)}")
+        self.run_config, self.config, self.logdir = run, config, logdir
+        self.start_time = time.time() if start_time is None else start_time
+        self._env_factory = env_factory
+        tf.keras.utils.set_random_seed(run.seed)
+        per_update = config.t_max * run.num_envs
+        self.learner = A3CLearner(
+            config,
+            lambda: build_network(network_config, run.env_id),
+            total_updates=math.ceil(run.total_steps / per_update),
+            total_steps=run.total_steps,
+            record_order=record_order,
+        )
+        self.checkpointer = run_dir.Checkpointer(logdir, self.learner.checkpoint_items())
+        self.metrics = run_dir.MetricsLog(logdir)
+        self.resumed = self.checkpointer.restore()
+        self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
+        self.metrics.truncate_after(self.learner.shared.step if self.resumed else -1)
+        run_dir.write_config(
+            logdir,
+            {
+                "agent": agent_name,
+                "env_id": run.env_id,
+                "agent_config": config,
+                "network_config": network_config,
+                "run_config": run,
+            },
+        )
+        self.stats = WorkerStats()
+        self.stats.episodes = self.checkpointer.get("episodes") if self.resumed else 0
+        self.stop = threading.Event()
+        factory = None
+        if env_factory is not None:
+            factory = lambda seed: env_factory(run.num_envs, seed)
+        restart = self.learner.shared.step
+        self.workers = [
+            Worker(
+                i,
+                self.learner,
+                ActorSpec(
+                    env_id=run.env_id,
+                    network_config=network_config,
+                    num_envs=run.num_envs,
+                    unroll_length=config.t_max,
+                    seed=run.seed + 7919 * restart,
+                    env_mode=run.env_mode,
+                    policy_impl=run.policy_impl,
+                ),
+                build_network(network_config, run.env_id),
+                self.stats,
+                self.stop,
+                max_steps=run.total_steps,
+                env_factory=factory,
+            )
+            for i in range(config.num_workers)
+        ]
+        self.evaluator = self._make_evaluator(network_config)
+
+    def _make_evaluator(self, network_config) -> Evaluator:
+        run = self.run_config
+        if self._env_factory is not None:
+            factory = self._env_factory
+        else:
+            from tfagents_vtrace.envs import make_vector_env
+
+            factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")
+        policy = make_policy(build_network(network_config, run.env_id), run.policy_impl, True)
+        return Evaluator(factory, policy, run.eval_episodes, seed=10_000 + run.seed)
+
+    def wall_time(self) -> float:
+        return self.wall_offset + time.time() - self.start_time
+
+    def save(self) -> str:
+        return self.checkpointer.save(
+            env_steps=self.learner.shared.step,
+            updates=self.learner.shared.updates,
+            episodes=self.stats.episodes,
+            env_restarts=sum(self.stats.env_restarts.values()),
+            wall_time=self.wall_time(),
+        )
+
+    def evaluate(self) -> dict:
+        """Greedy evaluation of the current global weights; a row with step and wall_time."""
+        step = self.learner.shared.step
+        self.evaluator.set_weights(self.learner.get_weights())
+        row = self.evaluator.run()
+        row.update(step=int(step), wall_time=round(self.wall_time(), 3))
+        return row
+
+    def _row(self, eval_row: dict | None, last: tuple[int, float]) -> dict:
+        step, now = self.learner.shared.step, time.monotonic()
+        with self.stats.lock:
+            returns, lengths = list(self.stats.returns), list(self.stats.lengths)
+            row = {
+                "step": int(step),
+                "wall_time": round(self.wall_time(), 3),
+                "sps": round((step - last[0]) / max(now - last[1], 1e-9), 1),
+                "episode_return": float(np.mean(returns)) if returns else None,
+                "episode_length": float(np.mean(lengths)) if lengths else None,
+                "episodes": int(self.stats.episodes),
+                "updates": int(self.learner.shared.updates),
+            }
+            row.update(self.stats.metrics)
+        if eval_row is not None:
+            row.update({k: v for k, v in eval_row.items() if k not in ("step", "wall_time")})
+        return row
+
+    def _check_workers(self) -> None:
+        errors = [w.error for w in self.workers if w.error is not None]
+        if errors and all(not w.is_alive() for w in self.workers):
+            raise RuntimeError(f"all A3C workers failed; first error: {errors[0]!r}")
+
+    def _watch(self, progress: Progress) -> tuple[dict | None, float | None]:
+        """Logs, evaluates and checkpoints until the workers are done or a stop criterion."""
+        run, shared = self.run_config, self.learner.shared
+        every = run.eval_every
+        next_eval = (shared.step // every + 1) * every if every else None
+        last, last_log = (shared.step, time.monotonic()), time.monotonic()
+        last_eval = None
+        while any(w.is_alive() for w in self.workers):
+            time.sleep(0.02)
+            self._check_workers()
+            step = shared.step
+            progress.update(step, self.stats.returns)
+            eval_row = None
+            if next_eval is not None and step >= next_eval:
+                next_eval = (step // every + 1) * every
+                eval_row = last_eval = self.evaluate()
+            if eval_row is not None or time.monotonic() - last_log >= run.log_every_s:
+                row = self._row(eval_row, last)
+                self.metrics.write(row)
+                progress.log(row)
+                last, last_log = (step, time.monotonic()), time.monotonic()
+            if eval_row is not None and run.stop_return is not None:
+                if eval_row["eval_return"] >= run.stop_return:
+                    return last_eval, eval_row["wall_time"]
+            if time.monotonic() - self.checkpointer.last_save >= run.checkpoint_every_s:
+                self.save()
+        return last_eval, None
+
+    def run(self) -> dict:
+        """Trains until ``total_steps``, ``stop_return`` or a fatal error; the final row."""
+        progress = Progress(self.run_config.total_steps, self.learner.shared.step)
+        for worker in self.workers:
+            worker.start()
+        try:
+            last_eval, solved_wall = self._watch(progress)
+        finally:
+            self.stop.set()
+            for worker in self.workers:
+                worker.join(timeout=30)
+            progress.close()
+        self._check_workers()
+        step = self.learner.shared.step
+        if last_eval is None or last_eval["step"] != step:
+            last_eval = self.evaluate()
+            self.metrics.write(self._row(last_eval, (step, time.monotonic())))
+        self.evaluator.close()
+        self.save()
+        train_wall = self.wall_time()
+        if self.run_config.export_policy:
+            from tfagents_vtrace.export import export_policy
+
+            path = os.path.join(self.logdir, "policy")
+            export_policy(self.learner.network, path, overwrite=True)
+        self.metrics.close()
+        return {
+            "final": True,
+            "step": int(step),
+            "wall_time": round(self.wall_time(), 3),
+            "train_wall_time": round(train_wall, 3),
+            "solve_wall_time": solved_wall,
+            "eval_return": last_eval["eval_return"],
+            "updates": int(self.learner.shared.updates),
+            "episodes": int(self.stats.episodes),
+            "worker_steps": [int(w.steps) for w in self.workers],
+            "resumed": bool(self.resumed),
+        }
+
+
+def train(
+    run: RunConfig,
+    agent_config: A3CConfig,
+    network_config,
+    logdir: str,
+    **kwargs,
+) -> dict:
+    """Trains A3C into run directory ``logdir``; returns the final row (``"final": true``,
+    ``step``, ``wall_time``, ``eval_return``, ``worker_steps``...).
+
+    ``kwargs``: ``start_time`` (``time.time()`` at process start), ``env_factory``
+    (``(num_envs, seed) -> VectorEnv``), ``agent_name``, ``record_order``; ``strategy`` is
+    accepted and must be None or single-replica (A3C runs on threads).
+    """
+    strategy = kwargs.pop("strategy", None)
+    if strategy is not None and strategy.num_replicas_in_sync != 1:
+        raise ValueError(
+            f"strategy: A3C runs on threads, expected 1 replica, received "
+            f"{strategy.num_replicas_in_sync}"
+        )
+    return A3CTrainer(run, agent_config, network_config, logdir, **kwargs).run()
