@@ -73,6 +73,7 @@ def define_train_flags() -> None:
     flags.DEFINE_enum("torso", "mlp", ["mlp", "nature_cnn", "impala_resnet"], "Network torso.")
     flags.DEFINE_list("hidden_sizes", ["64", "64"], "MLP hidden sizes.")
     flags.DEFINE_string("activation", "tanh", "MLP activation.")
+    flags.DEFINE_integer("cnn_dense_size", None, "Dense layer after a conv torso (default: net's).")
     flags.DEFINE_enum("core", "none", ["none", "lstm"], "Recurrent core.")
     flags.DEFINE_integer("lstm_size", 128, "LSTM units.")
     flags.DEFINE_bool("use_prev_action", False, "Feed the previous action to the core.")

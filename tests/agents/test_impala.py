@@ -156,3 +156,14 @@ def test_non_finite_loss_skips_the_update(rng):
     assert metrics["skipped"] == 0.0 and metrics["nonfinite_streak"] == 0
     assert int(learner.skipped_updates.numpy()) == 3
     assert not np.allclose(before[0], learner.network.get_weights()[0])
+
+
+def test_multi_worker_strategy_single_worker_smoke(rng):
+    """Without TF_CONFIG, MultiWorkerMirroredStrategy is one worker; same update as default."""
+    batch = _batch(rng, 5, 4)
+    default = _learner(make_strategy("default"))
+    worker = _learner(make_strategy("multi_worker"), weights=default.network.get_weights())
+    np.testing.assert_allclose(worker.train_step(batch)["loss"], default.train_step(batch)["loss"],
+                               rtol=1e-6)  # fmt: skip
+    for a, b in zip(default.network.get_weights(), worker.network.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

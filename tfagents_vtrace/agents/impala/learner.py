@@ -197,7 +197,8 @@ class ImpalaLearner:
             out = self._single_step(batch)
         else:
             out = self._dist_step(self._distribute(batch))
-        return {k: float(v) for k, v in out.items()}
+        # One device-to-host copy for all metrics (keys sorted, as stacked in _apply).
+        return dict(zip(self._metric_names, out.numpy().tolist()))
 
     def get_weights(self) -> list[np.ndarray]:
         """The network weights as numpy arrays (for actors)."""
@@ -228,8 +229,11 @@ class ImpalaLearner:
             loss, metrics = impala_loss(self.network, self.config, batch, self._scale(batch))
         return tape.gradient(loss, variables), metrics
 
-    def _apply(self, grads, metrics: dict) -> dict:
-        """Clips, checks finiteness, applies (or skips) in cross-replica context."""
+    def _apply(self, grads, metrics: dict) -> tf.Tensor:
+        """Clips, checks finiteness, applies (or skips) in cross-replica context.
+
+        Returns the metrics stacked in sorted-key order (names kept in ``_metric_names``).
+        """
         variables = self.network.trainable_variables
         grads, norm, finite = common.clip_and_check(grads, self.config.max_grad_norm)
         finite = tf.logical_and(finite, tf.math.is_finite(metrics["loss"]))
@@ -252,13 +256,14 @@ class ImpalaLearner:
             nonfinite_streak=tf.cast(self.nonfinite_streak, tf.float32),
             learning_rate=tf.cast(self.optimizer.learning_rate, tf.float32),
         )
-        return metrics
+        self._metric_names = sorted(metrics)
+        return tf.stack([tf.cast(metrics[k], tf.float32) for k in self._metric_names])
 
-    def _single_replica_step(self, batch: dict) -> dict:
+    def _single_replica_step(self, batch: dict) -> tf.Tensor:
         grads, metrics = self._grads(batch)
         return self._apply(grads, metrics)
 
-    def _distributed_step(self, batch) -> dict:
+    def _distributed_step(self, batch) -> tf.Tensor:
         grads, metrics = self.strategy.run(self._grads, args=(batch,))
         reduce = lambda x: self.strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
         grads = [reduce(g) for g in grads]
