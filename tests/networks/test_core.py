@@ -94,3 +94,26 @@ def test_reset_zeroes_only_that_entry(rng):
     np.testing.assert_allclose(y_reset.numpy()[1], y_zero.numpy()[1], atol=1e-6)
     np.testing.assert_allclose(y_reset.numpy()[[0, 2]], y_cont.numpy()[[0, 2]], atol=1e-6)
     assert not np.allclose(y_cont.numpy()[1], y_zero.numpy()[1])
+
+
+def test_unroll_gradients_equal_stepping_gradients(rng):
+    T, B, F = 4, 2, 3
+    core = LSTMCore(5, use_time_step=True, time_step_scale=0.5)
+    x = tf.constant(rng.normal(size=(T, B, F)).astype(np.float32))
+    first = tf.constant([[True, True], [False, False], [False, True], [False, False]])
+    core.step(x[0], first[0], core.initial_state(B))  # build
+    w = tf.constant(rng.normal(size=(T, B, 5)).astype(np.float32))
+
+    with tf.GradientTape() as tape:
+        ys, _ = core.unroll(x, first, core.initial_state(B))
+        loss = tf.reduce_sum(ys * w)
+    g_unroll = tape.gradient(loss, core.trainable_variables)
+    with tf.GradientTape() as tape:
+        s, loss = core.initial_state(B), 0.0
+        for t in range(T):
+            y, s = core.step(x[t], first[t], s)
+            loss += tf.reduce_sum(y * w[t])
+    g_step = tape.gradient(loss, core.trainable_variables)
+    assert len(g_unroll) == 3 and all(g is not None for g in g_unroll)
+    for a, b in zip(g_unroll, g_step):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)

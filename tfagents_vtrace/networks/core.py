@@ -14,7 +14,8 @@ Recursion, for each step t and batch entry b::
     t^b <- t^b + 1
 
 ``unroll`` runs that recursion with ``tf.scan`` (a while loop: T may be dynamic, and it
-compiles under XLA), so stepping T times equals one unroll.
+compiles under XLA) on the cell's own weights, with the input projection of all T steps
+hoisted out of the loop; stepping T times equals one unroll (tested).
 """
 
 from __future__ import annotations
@@ -87,14 +88,24 @@ class LSTMCore(keras.layers.Layer):
         Equivalent to calling ``step`` T times; gradients flow through the whole unroll
         (truncated at resets, where the state is multiplied by zero).
         """
-        state = tuple(state)
-        batch = tf.shape(x)[1]
-        y0 = tf.zeros([batch, self.units], tf.float32)
+        state = tuple(tf.convert_to_tensor(s) for s in state)
+        kernel = tf.convert_to_tensor(self.cell.kernel)
+        recurrent = tf.convert_to_tensor(self.cell.recurrent_kernel)
+        n_in = x.shape[-1]
+        # The input projection of all T steps in one matmul; only h @ U stays in the loop.
+        xw = tf.einsum("tbf,fg->tbg", x, kernel[:n_in]) + tf.convert_to_tensor(self.cell.bias)
+        time_row = kernel[n_in:] if self.use_time_step else None  # [1, 4H]
 
-        def body(carry, inputs):
-            _, s = carry
-            xt, ft = inputs
-            return self.step(xt, ft, s)
+        def body(s, inputs):
+            xwt, ft = inputs
+            s = reset_where_first(s, ft)
+            z = xwt + tf.matmul(s[0], recurrent)
+            if self.use_time_step:
+                z += (self.time_step_scale * s[2]) * time_row
+            i, f, g, o = tf.split(z, 4, axis=-1)  # Keras LSTMCell gate order
+            c = tf.sigmoid(f) * s[1] + tf.sigmoid(i) * tf.tanh(g)
+            h = tf.sigmoid(o) * tf.tanh(c)
+            return (h, c, s[2] + 1.0) if self.use_time_step else (h, c)
 
-        ys, states = tf.scan(body, (x, first), initializer=(y0, state))
-        return ys, tuple(s[-1] for s in states)
+        states = tf.scan(body, (xw, first), initializer=state)
+        return states[0], tuple(s[-1] for s in states)
