@@ -376,3 +376,18 @@ def test_xla_mode_takes_the_fused_path():
     """The XLA tests above exercise the fused loop; the other modes the vectorized path."""
     flags = {m: run_in_mode(lambda: tf.constant(vtrace._in_xla_context()), m)() for m in RUN_MODES}
     assert flags == {"eager": False, "function": False, "xla": True}
+
+
+def test_unknown_time_and_batch_dims(rng):
+    """A graph traced with [None, None] inputs (the padded chunk loop) for several T."""
+    spec = tf.TensorSpec([None, None], tf.float32)
+    fn = tf.function(
+        lambda *a: vtrace.from_importance_weights(*a, lambda_=0.9),
+        input_signature=[spec] * 4 + [tf.TensorSpec([None], tf.float32)],
+    )
+    for num_steps in (1, 16, 17, 40):
+        inputs = make_inputs(rng, num_steps, 2)
+        out = fn(*inputs.values())
+        want_vs, want_adv = numpy_vtrace(*inputs.values(), lambda_=0.9)
+        np.testing.assert_allclose(out.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)

@@ -31,6 +31,7 @@ numbers (both are tested against numpy):
 from __future__ import annotations
 
 import collections
+import math
 
 import numpy as np
 import tensorflow as tf
@@ -70,8 +71,8 @@ Fields:
     term of the policy-gradient loss -log pi(a_t) * pg_advantages.
 """
 
-# Loop iterations whose (independent) reads may run ahead in graph mode.
-_PARALLEL_ITERATIONS = 10
+# Most time steps per iteration of the graph-mode loop (its body is unrolled that often).
+_MAX_CHUNK = 16
 
 
 def _to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
@@ -106,11 +107,13 @@ def log_probs_from_logits_and_actions(policy_logits, actions) -> tf.Tensor:
 def _reverse_recurrence(coeffs: tf.Tensor, deltas: tf.Tensor) -> tf.Tensor:
     """Solves ``acc_t = deltas_t + coeffs_t * acc_{t+1}`` backwards in time, ``acc_T = 0``.
 
-    ``coeffs`` and ``deltas`` are time-major ``[T, ...]`` of one shape. One loop iteration
-    per time step, reading two rows and writing one: under XLA this is a loop of one fused
-    multiply-add with in-place updates; in graph mode ``parallel_iterations`` lets the reads
-    of later iterations run ahead of the sequential chain.
+    ``coeffs`` and ``deltas`` are time-major ``[T, ...]`` of one shape; the result too.
+    Under XLA: one loop iteration per step (XLA makes it one fused multiply-add per row).
+    Otherwise graph mode pays per executed op, so the steps run in chunks: one iteration
+    reads a chunk of rows with one gather and runs its steps unrolled (`_chunked_recurrence`).
     """
+    if not _in_xla_context():
+        return _chunked_recurrence(coeffs, deltas)
     num_steps = tf.shape(coeffs)[0]
     outputs = tf.TensorArray(deltas.dtype, size=num_steps, element_shape=deltas.shape[1:])
 
@@ -122,10 +125,59 @@ def _reverse_recurrence(coeffs: tf.Tensor, deltas: tf.Tensor) -> tf.Tensor:
         lambda t, acc, outputs: t >= 0,
         body,
         (num_steps - 1, tf.zeros_like(deltas[0]), outputs),
-        parallel_iterations=_PARALLEL_ITERATIONS,
-        maximum_iterations=num_steps,
+        maximum_iterations=num_steps,  # XLA needs a bound to differentiate the loop
     )
     return outputs.stack()
+
+
+def _chunked_recurrence(coeffs: tf.Tensor, deltas: tf.Tensor) -> tf.Tensor:
+    """`_reverse_recurrence` in chunks of K <= `_MAX_CHUNK` steps (graph mode and eager).
+
+    The trace is front-padded with zeros to ``n * K`` steps (zeros before the first step
+    cannot reach it: the recursion runs backwards) and viewed as ``[n, K, ...]``. A trace of
+    at most `_MAX_CHUNK` steps needs no loop at all.
+    """
+    num_steps = coeffs.shape[0]
+    if num_steps is not None and num_steps <= _MAX_CHUNK:
+        return _unrolled(tf.unstack(coeffs), tf.unstack(deltas), tf.zeros_like(deltas[0]))[0]
+    k = _MAX_CHUNK
+    if num_steps is not None:  # static T: a divisor of T if one is close, else least padding
+        divisors = [d for d in range(_MAX_CHUNK // 2, _MAX_CHUNK + 1) if num_steps % d == 0]
+        k = divisors[-1] if divisors else math.ceil(num_steps / math.ceil(num_steps / _MAX_CHUNK))
+    steps = tf.shape(coeffs)[0]
+    num_chunks = (steps + k - 1) // k
+    pad = num_chunks * k - steps
+    rest = tf.shape(coeffs)[1:]
+    if num_steps is not None and num_steps % k == 0:
+        padded = (coeffs, deltas)
+    else:
+        paddings = tf.concat([[[pad, 0]], tf.zeros([tf.rank(coeffs) - 1, 2], tf.int32)], axis=0)
+        padded = (tf.pad(coeffs, paddings), tf.pad(deltas, paddings))
+    chunked = [tf.reshape(x, tf.concat([[num_chunks, k], rest], 0)) for x in padded]
+    outputs = tf.TensorArray(deltas.dtype, size=num_chunks)
+
+    def body(i, acc, outputs):
+        rows = [tf.unstack(tf.gather(x, i), num=k) for x in chunked]
+        chunk, acc = _unrolled(*rows, acc)
+        return i - 1, acc, outputs.write(i, chunk)
+
+    _, _, outputs = tf.while_loop(
+        lambda i, acc, outputs: i >= 0,
+        body,
+        (num_chunks - 1, tf.zeros_like(deltas[0]), outputs),
+        parallel_iterations=1,
+    )
+    result = tf.reshape(outputs.stack(), tf.concat([[num_chunks * k], rest], 0))
+    return result if num_steps is not None and num_steps % k == 0 else result[pad:]
+
+
+def _unrolled(coeffs: list, deltas: list, acc: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The recursion over lists of rows, unrolled; returns (stacked rows, the first row)."""
+    out = [None] * len(coeffs)
+    for k in reversed(range(len(coeffs))):
+        acc = deltas[k] + coeffs[k] * acc
+        out[k] = acc
+    return tf.stack(out), acc
 
 
 def _threshold(name: str, value, dtype: tf.DType) -> tf.Tensor | None:
