@@ -10,10 +10,11 @@ turns seed by seed (ours, then SB3, then the next seed), so load on the shared m
 both alike. Our agents run ``python -m experiments.train --agent=NAME
 --flagfile=experiments/configs/NAME_cartpole.cfg`` and are read from their metrics.jsonl;
 the reference runs SB3's ``A2C("MlpPolicy")`` with its defaults on 8 environments
-(``make_vec_env``) and a callback that evaluates greedily on separate environments, counting
-environment steps the same way (all sub-environments' steps). Mnih et al., "Asynchronous
-Methods for Deep Reinforcement Learning", 2016, https://arxiv.org/abs/1602.01783 (A2C/A3C);
-Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561.
+(``make_vec_env``; torch limited to ``--torch_threads=1`` by default, its fastest setting for
+this tiny MLP on a shared machine) and a callback that evaluates greedily on separate
+environments, counting environment steps the same way (all sub-environments' steps).
+Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
+https://arxiv.org/abs/1602.01783 (A2C/A3C); Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561.
 
 Prints every run, the median time-to-solve per system, the ratio to SB3 A2C, the runs'
 steps/s to solve, and (unless ``--throughput_steps=0``) a no-evaluation training throughput
@@ -213,7 +214,13 @@ def main() -> None:
     p.add_argument("--throughput_steps", type=int, default=100_000)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     p.add_argument("--sb3", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--torch_threads", type=int, default=0, help="SB3 side (0: torch default)")
+    p.add_argument(
+        "--torch_threads",
+        type=int,
+        default=1,
+        help="SB3's torch threads (0: torch's default, one per core; it spins and collapses "
+        "to ~100 steps/s when the machine is oversubscribed, 1 thread runs ~15x faster then)",
+    )
     p.add_argument("--workdir", default=None, help="keep run dirs here (default: a temp dir)")
     p.add_argument("--plot", default=None, help="PNG of every run's curves (experiments.plot)")
     p.add_argument("--sb3_worker", action="store_true", help=argparse.SUPPRESS)
