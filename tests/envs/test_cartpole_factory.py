@@ -160,3 +160,21 @@ def test_async_mode():
         assert obs.shape == (2, 2)
     finally:
         env.close()
+
+
+class _SameStepCartPole(gym.envs.classic_control.cartpole.CartPoleVectorEnv):
+    metadata = {"render_modes": [], "autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+
+
+def test_auto_falls_back_to_sync_for_other_autoreset_modes():
+    env_id = "TestSameStepCartPole-v0"
+    if env_id not in gym.registry:
+        gym.register(
+            id=env_id,
+            entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+            vector_entry_point=_SameStepCartPole,
+            max_episode_steps=500,
+        )
+    env = envs.make_vector_env(env_id, 2, seed=0)
+    assert isinstance(env, gym.vector.SyncVectorEnv)
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP

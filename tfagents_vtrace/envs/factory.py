@@ -96,13 +96,18 @@ def _gym_vector(env_id: str, num_envs: int, mode: str, env_kwargs: dict) -> Vect
     vector_kwargs = {}
     if vmode in ("sync", "async"):
         vector_kwargs = {"autoreset_mode": AutoresetMode.NEXT_STEP}
-    return gym.make_vec(
+    env = gym.make_vec(
         env_id,
         num_envs=num_envs,
         vectorization_mode=vmode,
         vector_kwargs=vector_kwargs,
         **env_kwargs,
     )
+    if env.metadata.get("autoreset_mode") != AutoresetMode.NEXT_STEP:
+        # A third-party vector entry point with another autoreset mode: use sync instead.
+        env.close()
+        return _gym_vector(env_id, num_envs, "sync", env_kwargs)
+    return env
 
 
 def make_vector_env(
