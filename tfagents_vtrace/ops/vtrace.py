@@ -282,7 +282,10 @@ def _vtrace_fused_loop(log_rhos, discounts, rewards, values, bootstrap_value, cl
     materialised (the vectorized path makes about three times as many passes over memory).
     """
     num_steps = tf.shape(values)[0]
-    arrays = [tf.TensorArray(values.dtype, size=num_steps, element_shape=values.shape[1:])] * 2
+    arrays = [
+        tf.TensorArray(values.dtype, size=num_steps, element_shape=values.shape[1:])
+        for _ in range(2)  # two buffers (one object twice would cost XLA a copy)
+    ]
 
     def body(t, acc, value_tp1, vs_tp1, vs_out, pg_out):
         rho, c, pg_rho = _importance_weights(log_rhos[t], clips)
