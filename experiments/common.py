@@ -32,7 +32,7 @@ def define_train_flags() -> None:
     flags.DEFINE_integer("eval_episodes", 20, "Episodes per greedy evaluation.")
     flags.DEFINE_float("stop_return", None, "Stop at the first evaluation reaching this return.")
     # Runtime.
-    flags.DEFINE_integer("num_actors", 1, "Actor threads.")
+    flags.DEFINE_integer("num_actors", 1, "Actor threads (0: act inline in the learner thread).")
     flags.DEFINE_integer("unroll_length", 20, "Steps per unroll (T).")
     flags.DEFINE_integer("batch_unrolls", 1, "Unrolls per learner update (batch = this x envs).")
     flags.DEFINE_integer("queue_capacity", 2, "Bound of the unroll queue.")

@@ -35,10 +35,12 @@ class NanRewards(gym.vector.VectorWrapper):
         return obs, reward * np.nan, terminated, truncated, info
 
 
-def test_env_that_raises_does_not_stop_training(tmp_path):
+@pytest.mark.parametrize("num_actors", [0, 1])
+def test_env_that_raises_does_not_stop_training(tmp_path, num_actors):
     FailingVectorEnv.calls = 0
     factory = lambda n, seed: FailingVectorEnv(short_cartpole(n, seed, 50), every=40)
-    final = train(_run(2048), AGENT, AGENT.Config(), NET, str(tmp_path), env_factory=factory)
+    run = _run(2048, num_actors=num_actors)
+    final = train(run, AGENT, AGENT.Config(), NET, str(tmp_path), env_factory=factory)
     assert final["step"] >= 2048 and final["env_restarts"] >= 2
     assert _rows(str(tmp_path))[-1]["env_restarts"] == final["env_restarts"]
 

@@ -25,7 +25,8 @@ class RunConfig:
     total_steps: int = 1_000_000
     """Environment steps to train for (all actor steps, counted T * B per unroll)."""
     num_actors: int = 1
-    """Actor threads, each owning one vector env."""
+    """Actor threads, each owning one vector env; 0 steps one actor inline in the learner
+    thread (synchronous, no policy lag; often fastest for tiny networks on few cores)."""
     num_envs: int = 32
     """Environments per actor (B of one unroll)."""
     unroll_length: int = 20
@@ -58,7 +59,7 @@ class RunConfig:
             raise ValueError(f"env_id: expected a non-empty str, received {self.env_id!r}")
         _int_at_least("seed", self.seed, 0)
         _int_at_least("total_steps", self.total_steps, 1)
-        _int_at_least("num_actors", self.num_actors, 1)
+        _int_at_least("num_actors", self.num_actors, 0)
         _int_at_least("num_envs", self.num_envs, 1)
         _int_at_least("unroll_length", self.unroll_length, 1)
         _int_at_least("batch_unrolls", self.batch_unrolls, 1)

@@ -191,12 +191,16 @@ class Trainer:
             ActorThread(Actor(self.spec, i, env_factory=actor_factory), store, unrolls, stop)
             for i in range(run.num_actors)
         ]
+        # num_actors=0: one actor stepped inline by the learner thread (no threads, no lag).
+        self._inline = None if threads else Actor(self.spec, 0, env_factory=actor_factory)
+        self._store = store
         evaluator = self._make_evaluator()
         progress = Progress(run.total_steps, self.env_steps)
         for thread in threads:
             thread.start()
         last_eval = None
         solved_wall = None
+        loop_start, loop_steps = time.monotonic(), self.env_steps
         try:
             last_eval, solved_wall = self._loop(threads, unrolls, store, evaluator, progress)
         finally:
@@ -204,6 +208,9 @@ class Trainer:
             for thread in threads:
                 thread.join(timeout=10)
             progress.close()
+            if self._inline is not None:
+                self._inline.close()
+        train_sps = (self.env_steps - loop_steps) / max(time.monotonic() - loop_start, 1e-9)
         if last_eval is None or last_eval["step"] != self.env_steps:
             last_eval = self._evaluate(evaluator)
             self._write_row({}, last_eval, progress)
@@ -221,6 +228,7 @@ class Trainer:
             "wall_time": round(self.wall_time(), 3),
             "train_wall_time": round(train_wall, 3),
             "solve_wall_time": solved_wall,
+            "train_sps": round(train_sps, 1),
             "eval_return": last_eval["eval_return"],
             "updates": int(self.updates),
             "episodes": int(self.stats.episodes),
@@ -229,6 +237,13 @@ class Trainer:
         }
 
     def _next_unroll(self, unrolls: queue.Queue, threads: list[ActorThread]):
+        if self._inline is not None:
+            if self._store.version > self._inline.weights_version:
+                self._inline.set_weights(*self._store.get())
+            item = None
+            while item is None:  # None: the env raised, was recreated, the unroll dropped
+                item = self._inline.unroll()
+            return item
         while True:
             try:
                 return unrolls.get(timeout=1.0)
