@@ -7,7 +7,11 @@ batched greedy policy call, and counts the first episode of each environment, so
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 
 class Evaluator:
@@ -42,8 +46,23 @@ class Evaluator:
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self.policy.set_weights(weights)
 
-    def run(self) -> dict[str, float]:
-        """Plays one episode per environment; returns ``eval_return`` (mean) and extras."""
+    def run(self, retries: int = 3) -> dict[str, float]:
+        """Plays one episode per environment; returns ``eval_return`` (mean) and extras.
+
+        An environment that raises is logged, recreated and the evaluation restarted (at
+        most ``retries`` times).
+        """
+        for attempt in range(retries + 1):
+            try:
+                return self._run_once()
+            except Exception as error:  # noqa: BLE001 - env failures are retried
+                if attempt == retries:
+                    raise
+                log.warning("evaluation env raised %r; recreating it", error)
+                self.close()
+        raise AssertionError("unreachable")
+
+    def _run_once(self) -> dict[str, float]:
         n = self.num_episodes
         if self._env is None:
             self._env = self.env_factory(n, self.seed)
@@ -76,5 +95,8 @@ class Evaluator:
 
     def close(self) -> None:
         if self._env is not None:
-            self._env.close()
+            try:
+                self._env.close()
+            except Exception:  # noqa: BLE001 - a broken env may fail to close too
+                pass
             self._env = None
