@@ -44,7 +44,6 @@ def test_unroll_matches_numpy_with_reset(mode, use_time, rng):
     state = tuple(rng.normal(size=(B, n)).astype(np.float32) for n in core.state_sizes)
     if use_time:
         state = state[:2] + (np.array([[5.0], [2.0], [0.0]], np.float32),)
-    core.step(tf.constant(x[0]), tf.constant(first[0]), state)  # build
     ys, final = run_in_mode(core.unroll, mode)(tf.constant(x), tf.constant(first), state)
     kernel, recurrent, bias = (w.numpy() for w in core.cell.weights)
     t0 = state[2] if use_time else np.zeros((B, 1), np.float32)

@@ -84,8 +84,6 @@ class ActorCriticNetwork(keras.Model):
         # Build every variable now (checkpoints, get_weights, MirroredStrategy scopes).
         actions = self.dummy_actions(1) if config.q_head == "stochastic_dueling" else None
         self(self.dummy_inputs(1), self.initial_state(1), actions=actions)
-        if self.core is not None:
-            self.core.built = True
 
     def build(self, *args, **kwargs):
         """Sublayers build on the first call (made by ``__init__``)."""

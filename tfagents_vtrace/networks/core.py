@@ -59,6 +59,13 @@ class LSTMCore(keras.layers.Layer):
         """Last-dimension size of each state tensor: ``(H, H)`` or ``(H, H, 1)``."""
         return (self.units, self.units, 1) if self.use_time_step else (self.units, self.units)
 
+    def build(self, input_shape):
+        """Builds the cell for inputs ``[..., F]`` (F + 1 inputs with the time step)."""
+        n_in = int(input_shape[-1]) + (1 if self.use_time_step else 0)
+        if not self.cell.built:
+            self.cell.build((None, n_in))
+        self.built = True
+
     def initial_state(self, batch_size) -> tuple[tf.Tensor, ...]:
         """Zero state: tuple of float32 ``[batch_size, size]`` for size in ``state_sizes``."""
         return tuple(tf.zeros([batch_size, n], tf.float32) for n in self.state_sizes)
@@ -67,6 +74,8 @@ class LSTMCore(keras.layers.Layer):
         self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
     ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
         """One step: x ``[B, F]``, first ``[B]`` bool, state -> (y ``[B, H]``, new state)."""
+        if not self.built:
+            self.build(x.shape)
         state = reset_where_first(tuple(state), first)
         h, c = state[0], state[1]
         if self.use_time_step:
@@ -89,6 +98,8 @@ class LSTMCore(keras.layers.Layer):
         (truncated at resets, where the state is multiplied by zero).
         """
         state = tuple(tf.convert_to_tensor(s) for s in state)
+        if not self.built:
+            self.build(x.shape)
         kernel = tf.convert_to_tensor(self.cell.kernel)
         recurrent = tf.convert_to_tensor(self.cell.recurrent_kernel)
         n_in = x.shape[-1]
