@@ -391,3 +391,15 @@ def test_unknown_time_and_batch_dims(rng):
         want_vs, want_adv = numpy_vtrace(*inputs.values(), lambda_=0.9)
         np.testing.assert_allclose(out.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(out.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", RUN_MODES)
+def test_large_rows(rng, mode):
+    """Rows of >= vtrace._LARGE_ROW elements take the per-step loop in graph mode."""
+    inputs = make_inputs(rng, 6, vtrace._LARGE_ROW)
+    out = run_in_mode(lambda *a: vtrace.from_importance_weights(*a, lambda_=0.9), mode)(
+        *inputs.values()
+    )
+    want_vs, want_adv = numpy_vtrace(*inputs.values(), lambda_=0.9)
+    np.testing.assert_allclose(out.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)

@@ -73,6 +73,8 @@ Fields:
 
 # Most time steps per iteration of the graph-mode loop (its body is unrolled that often).
 _MAX_CHUNK = 16
+# Rows (B * C elements) at least this large skip the chunking (it costs extra copies).
+_LARGE_ROW = 2048
 
 
 def _to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
@@ -108,17 +110,19 @@ def _reverse_recurrence(coeffs: tf.Tensor, deltas: tf.Tensor) -> tf.Tensor:
     """Solves ``acc_t = deltas_t + coeffs_t * acc_{t+1}`` backwards in time, ``acc_T = 0``.
 
     ``coeffs`` and ``deltas`` are time-major ``[T, ...]`` of one shape; the result too.
-    Under XLA: one loop iteration per step (XLA makes it one fused multiply-add per row).
+    Under XLA, and in graph mode for large rows (where memory traffic, not the per-op cost,
+    dominates): one loop iteration per step, a fused multiply-add per row under XLA.
     Otherwise graph mode pays per executed op, so the steps run in chunks: one iteration
     reads a chunk of rows with one gather and runs its steps unrolled (`_chunked_recurrence`).
     """
-    if not _in_xla_context():
+    row_size = coeffs.shape[1:].num_elements()
+    if not _in_xla_context() and (row_size is None or row_size < _LARGE_ROW):
         return _chunked_recurrence(coeffs, deltas)
     num_steps = tf.shape(coeffs)[0]
     outputs = tf.TensorArray(deltas.dtype, size=num_steps, element_shape=deltas.shape[1:])
 
     def body(t, acc, outputs):
-        acc = deltas[t] + coeffs[t] * acc
+        acc = tf.gather(deltas, t) + tf.gather(coeffs, t) * acc
         return t - 1, acc, outputs.write(t, acc)
 
     _, _, outputs = tf.while_loop(
