@@ -302,3 +302,24 @@ def test_continuous_bad_input_raises(rng):
         ding.vtrace_error_continuous_action(data._replace(behaviour_output=bad))
     with pytest.raises(ValueError, match=r"`bootstrap_values`.*\[6, 3\].*\[5, 3\]"):
         ding.vtrace_nstep_return(data.reward, data.reward, data.reward, data.value[:-1])
+
+
+@pytest.mark.parametrize("mode", ["eager", "function"])
+def test_nstep_return_is_differentiable(rng, mode):
+    """d sum_s v_s / d r_t = rho_t sum_{s<=t} prod_{i=s}^{t-1} gamma lambda c_i."""
+    num_steps, batch, gamma, lambda_ = 20, 2, 0.9, 0.8
+    rhos = rng.uniform(0.2, 1.0, (num_steps, batch)).astype(np.float32)
+    cs = rng.uniform(0.2, 1.0, (num_steps, batch)).astype(np.float32)
+    reward = tf.Variable(rng.normal(size=(num_steps, batch)).astype(np.float32))
+    value = rng.normal(size=(num_steps + 1, batch)).astype(np.float32)
+
+    def grad():
+        with tf.GradientTape() as tape:
+            ret = ding.vtrace_nstep_return(rhos, cs, reward, value, gamma, lambda_)
+        return tape.gradient(tf.reduce_sum(ret), reward)
+
+    want = np.zeros((num_steps, batch))
+    for t in range(num_steps):
+        for s in range(t + 1):
+            want[t] += rhos[t] * np.prod(gamma * lambda_ * cs[s:t], axis=0)
+    np.testing.assert_allclose(run_in_mode(grad, mode)().numpy(), want, rtol=1e-4, atol=1e-5)
