@@ -151,3 +151,24 @@ def test_refuses_to_overwrite(tmp_path):
     export_policy(net, target, overwrite=True)
     assert not (target / "keep.txt").exists()
     assert (target / "saved_model.pb").exists()
+
+
+def test_export_of_mirrored_network_with_q_head(tmp_path):
+    """A learner's network built under MirroredStrategy exports its (primary) weights."""
+    strategy = tf.distribute.MirroredStrategy(
+        [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+    )
+    config = NetworkConfig(hidden_sizes=(4,), core="lstm", lstm_size=3, q_head="discrete")
+    with strategy.scope():
+        net = make_network(config, OBS, DISCRETE)
+    policy = tf.saved_model.load(export_policy(net, tmp_path / "p"))
+    rng = np.random.default_rng(1)
+    obs, first, pa, pr = (x[0] for x in make_inputs(net, rng, 5))
+    state = policy.get_initial_state(batch_size=tf.constant(5))
+    got = policy.greedy_action(
+        observation=obs, first=first, prev_action=pa, prev_reward=pr, state=state
+    )
+    ref = net(NetInputs(obs, first, pa, pr), net.initial_state(5))
+    np.testing.assert_allclose(got["value"].numpy(), ref.value.numpy(), atol=1e-5)
+    np.testing.assert_allclose(got["q"].numpy(), ref.q.numpy(), atol=1e-5)
+    assert got["q"].shape == (5, 4)

@@ -22,9 +22,10 @@ state ``(zeros [B, 1],)`` passed through unchanged, so every policy is driven by
 
 Signatures with flat named tensors for TF Serving: ``serving_default`` (= ``action``),
 ``action``, ``greedy_action`` (inputs observation, first, prev_action, prev_reward, state_0,
-state_1, ...; outputs action, value, log_prob, the distribution parameters, state_0, ...) and
-``get_initial_state`` (input batch_size; outputs state_0, ...). ``policy.metadata`` is a string
-variable holding JSON: the network config, the spaces, ``policy_kind`` and ``state_sizes``.
+state_1, ...; outputs action, value, log_prob, the distribution parameters, q with a discrete
+Q head, state_0, ...) and ``get_initial_state`` (input batch_size; outputs state_0, ...).
+``policy.metadata`` is a string variable holding JSON: the network config, the spaces,
+``policy_kind`` and ``state_sizes``.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class PolicyModule(tf.Module):
         log_prob = self.network.distribution(out.policy).log_prob(action)
         result = {"action": action, "value": out.value, "log_prob": log_prob}
         result.update(out.policy)
+        if out.q is not None:  # the discrete Q head's Q(s, .)
+            result["q"] = out.q
         result["state"] = tuple(out.state) if self._recurrent else tuple(state)
         return result
 
