@@ -81,29 +81,32 @@ def plot_runs(logdirs: list[str], output: str, title: str | None = None) -> str:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     runs = [load_metrics(d) for d in logdirs]  # fail before drawing anything
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    handles = []
     for i, (label, curves) in enumerate(zip(_labels(logdirs), runs)):
         color = colors[i % len(colors)]
+        n_eval = len(curves["eval"])
+        ms = 6 if n_eval <= 25 else 3.5  # many evaluations: smaller markers
         for ax, x in zip(axes, (0, 1)):
             if curves["train"]:
                 xs = [r[x] for r in curves["train"]]
-                ax.plot(xs, [r[2] for r in curves["train"]], color=color, lw=1.5, label=label)
+                ax.plot(xs, [r[2] for r in curves["train"]], color=color, lw=1.6)
             if curves["eval"]:
                 xs = [r[x] for r in curves["eval"]]
-                ax.plot(
-                    xs,
-                    [r[2] for r in curves["eval"]],
-                    color=color,
-                    ls=":",
-                    marker="D",
-                    ms=6,
-                    mec="black",
-                    mew=0.6,
-                    label=f"{label} (greedy eval)",
-                )
+                ys = [r[2] for r in curves["eval"]]
+                ax.plot(xs, ys, color=color, ls=":", lw=0.8, alpha=0.7)
+                ax.plot(xs, ys, ls="", marker="D", ms=ms, color=color, mec="black", mew=0.5)
+        handles.append(Line2D([], [], color=color, lw=1.6, label=label))
+    handles.append(
+        Line2D([], [], ls="", marker="D", color="white", mec="black", label="greedy evaluation")
+    )
+    fig.legend(
+        handles=handles, loc="lower center", ncol=min(len(handles), 5), fontsize=8, frameon=False
+    )
     axes[0].set_xlabel("environment steps")
     axes[1].set_xlabel("wall time since process start (s)")
     axes[0].set_ylabel("episode return")
@@ -111,10 +114,10 @@ def plot_runs(logdirs: list[str], output: str, title: str | None = None) -> str:
     axes[1].set_title("return vs wall time")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[1].legend(loc="best", fontsize=8)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    rows = -(-len(handles) // 5)
+    fig.tight_layout(rect=(0, 0.05 * rows + 0.02, 1, 1))
     out_dir = os.path.dirname(os.path.abspath(output))
     os.makedirs(out_dir, exist_ok=True)
     fig.savefig(output, dpi=110)
