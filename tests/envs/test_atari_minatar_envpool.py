@@ -43,7 +43,7 @@ def test_atari_vector_preprocessing(mode):
 def test_atari_single_env_preprocessing():
     env = envs.make_env("ALE/Pong-v5", seed=0)
     assert env.observation_space.shape == (84, 84, 4)
-    assert env.unwrapped._frameskip == 1  # the wrapper skips frames, not the emulator
+    assert env.unwrapped.spec.kwargs["frameskip"] == 1  # the wrapper skips, not the emulator
     prev, _ = env.reset()
     obs, reward, *_ = env.step(0)
     assert isinstance(reward, float)
