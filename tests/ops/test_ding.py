@@ -315,8 +315,8 @@ def test_nstep_return_is_differentiable(rng, mode):
 
     def grad():
         with tf.GradientTape() as tape:
-            ret = ding.vtrace_nstep_return(rhos, cs, reward, value, gamma, lambda_)
-        return tape.gradient(tf.reduce_sum(ret), reward)
+            total = tf.reduce_sum(ding.vtrace_nstep_return(rhos, cs, reward, value, gamma, lambda_))
+        return tape.gradient(total, reward)
 
     want = np.zeros((num_steps, batch))
     for t in range(num_steps):
