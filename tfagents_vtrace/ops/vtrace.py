@@ -206,8 +206,12 @@ def from_importance_weights(
 ) -> VTraceReturns:
     """V-trace targets from log importance weights (IMPALA eq. 1, module docstring).
 
-    All of ``log_rhos``, ``discounts``, ``rewards``, ``values`` have one shape: time-major
-    [T, B] or [T, B, C...] (extra trailing dims are elementwise, e.g. one critic per C).
+    Computes, backwards from ``v_T = bootstrap_value``,
+    ``v_s = V(x_s) + delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1}))`` with
+    ``delta_s = rho_s (r_s + gamma_s V(x_{s+1}) - V(x_s))``, and
+    ``A_s = rho^pg_s (r_s + gamma_s v_{s+1} - V(x_s))``. All of ``log_rhos``, ``discounts``,
+    ``rewards``, ``values`` have one shape: time-major [T, B] or [T, B, C...] (extra
+    trailing dims are elementwise, e.g. one critic per C).
 
     Args:
       log_rhos: float [T, B] log(pi(a_t|x_t) / mu(a_t|x_t)).
