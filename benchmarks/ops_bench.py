@@ -6,7 +6,9 @@ Columns, all computing ``vs`` and ``pg_advantages`` over time-major [T, B] float
   (b) ours       ``tfagents_vtrace.ops.vtrace.from_importance_weights`` in ``tf.function``;
   (c) ours XLA   the same under ``tf.function(jit_compile=True)``;
   (d) rlax       ``rlax.vtrace_td_error_and_advantage`` under ``jax.jit(jax.vmap(...))`` over
-                 the batch, when jax and rlax import (the column is skipped otherwise).
+                 the batch, when jax and rlax import (the column is skipped otherwise);
+  (e) floor      a trivial ``tf.function(jit_compile=True)`` with the same inputs and outputs:
+                 the fixed cost of a call, which (c) cannot go below.
 
 The runs are interleaved round-robin (one timed sample of every column, then the next), each
 call is synchronised (``.numpy()`` / ``block_until_ready``), and the table shows the median
@@ -64,6 +66,11 @@ def ours(log_rhos, discounts, rewards, values, bootstrap_value):
     return out.vs, out.pg_advantages
 
 
+def call_floor(log_rhos, discounts, rewards, values, bootstrap_value):
+    """Column (e): the cost of calling any XLA function with these inputs and outputs."""
+    return values + log_rhos, rewards + discounts
+
+
 def make_inputs(t: int, b: int, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     log_rhos = rng.normal(0.0, 0.5, (t, b))
@@ -100,6 +107,8 @@ def check_agreement(columns) -> None:
     """All columns must give the same numbers before they are timed."""
     want = [np.asarray(x) for x in columns["a"]()]
     for key, fn in columns.items():
+        if key == "e":
+            continue
         got = [np.asarray(x) for x in fn()]
         for w, g in zip(want, got):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=f"column {key}")
@@ -112,6 +121,7 @@ def bench_size(t: int, b: int, samples: int, calls: int) -> dict[str, float]:
         "a": tf.function(reference_vtrace),
         "b": tf.function(ours),
         "c": tf.function(ours, jit_compile=True),
+        "e": tf.function(call_floor, jit_compile=True),
     }
     columns = {k: (lambda f=f: [x.numpy() for x in f(*tensors)]) for k, f in tf_fns.items()}
     rlax_fn = make_rlax_column(arrays)
@@ -148,7 +158,10 @@ def main(argv=None) -> None:
         f"tensorflow {tf.__version__}, threads {threads}, {samples} interleaved samples per column"
     )
     print(f"load average before: {os.getloadavg()[0]:.2f}; times are medians in ms per call")
-    header = "(T, B)      | (a) ref scan | (b) ours | (c) ours XLA | (d) rlax | a/b   | a/c   | d/c"
+    header = (
+        "(T, B)      | (a) ref scan | (b) ours | (c) ours XLA | (d) rlax | (e) floor "
+        "| a/b   | a/c   | d/c"
+    )
     rows = []
     for t, b in SIZES:
         calls = max(1, 20_000 // (t * b)) if not args.quick else 1
@@ -158,7 +171,8 @@ def main(argv=None) -> None:
         d_c = f"{d / med['c']:5.2f}" if d is not None else "    -"
         rows.append(
             f"({t:3d}, {b:4d}) | {med['a'] * 1e3:12.3f} | {med['b'] * 1e3:8.3f} | "
-            f"{med['c'] * 1e3:12.3f} | {d_ms} | {med['a'] / med['b']:5.2f} | "
+            f"{med['c'] * 1e3:12.3f} | {d_ms} | {med['e'] * 1e3:9.3f} | "
+            f"{med['a'] / med['b']:5.2f} | "
             f"{med['a'] / med['c']:5.2f} | {d_c}"
         )
         print(rows[-1], flush=True)
