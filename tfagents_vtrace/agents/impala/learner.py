@@ -185,6 +185,8 @@ class ImpalaLearner:
             autograph=False,
         )
         self._dist_step = tf.function(self._distributed_step, autograph=False)
+        weights = list(self.network.weights)
+        self._read_weights = tf.function(lambda: [tf.identity(w) for w in weights], autograph=False)
 
     # ------------------------------------------------------------------ public API
     def train_step(self, batch: dict) -> dict[str, float]:
@@ -201,8 +203,13 @@ class ImpalaLearner:
         return dict(zip(self._metric_names, out.numpy().tolist()))
 
     def get_weights(self) -> list[np.ndarray]:
-        """The network weights as numpy arrays (for actors)."""
-        return self.network.get_weights()
+        """The network weights as numpy arrays, in ``network.get_weights()`` order.
+
+        One compiled call reads every variable (instead of one eager read per variable).
+        """
+        if self.num_replicas > 1:
+            return self.network.get_weights()
+        return [w.numpy() for w in self._read_weights()]
 
     def checkpoint_items(self) -> dict:
         """Trackables to checkpoint: network and optimizer variables, non-finite counters.
