@@ -63,15 +63,15 @@ def in_process(net, obs, first, pa, pr):
 def roundtrip(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("export")
     rng = np.random.default_rng(0)
-    cases, expected = [], {}
+    cases, pending = [], {}
     for name, (config, action_space) in CASES.items():
         net = make_network(config, OBS, action_space)
         path = export_policy(net, tmp / name)
         for batch in (1, 7):
             key = f"{name}_b{batch}"
-            obs, first, pa, pr = make_inputs(net, rng, batch)
-            np.savez(tmp / f"{key}_in.npz", obs=obs, first=first, pa=pa, pr=pr)
-            expected[key] = (net, in_process(net, obs, first, pa, pr), (obs, first, pa, pr))
+            inputs = make_inputs(net, rng, batch)
+            np.savez(tmp / f"{key}_in.npz", **dict(zip(["obs", "first", "pa", "pr"], inputs)))
+            pending[key] = (net, inputs)
             cases.append(
                 {"path": str(path), "inputs": str(tmp / f"{key}_in.npz"),
                  "outputs": str(tmp / f"{key}_out.npz"), "key": key}
@@ -80,12 +80,19 @@ def roundtrip(tmp_path_factory):
     site_packages = sysconfig.get_paths()["purelib"]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    proc = subprocess.run(
+    out_file, err_file = open(tmp / "child.out", "w+"), open(tmp / "child.err", "w+")
+    proc = subprocess.Popen(  # files, not pipes: a full pipe would block the child
         [sys.executable, "-I", "-S", CHILD, str(tmp / "cases.json"), site_packages],
-        cwd=tmp, env=env, capture_output=True, text=True, timeout=300,
+        cwd=tmp, env=env, stdout=out_file, stderr=err_file, text=True,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    status_line = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROUNDTRIP_STATUS ")]
+    # The in-process references are computed while the child runs.
+    expected = {k: (net, in_process(net, *inputs), inputs) for k, (net, inputs) in pending.items()}
+    proc.wait(timeout=300)
+    stdout, stderr = (tmp / "child.out").read_text(), (tmp / "child.err").read_text()
+    out_file.close()
+    err_file.close()
+    assert proc.returncode == 0, stderr[-3000:]
+    status_line = [ln for ln in stdout.splitlines() if ln.startswith("ROUNDTRIP_STATUS ")]
     status = json.loads(status_line[-1].split(" ", 1)[1])
     outputs = {c["key"]: dict(np.load(c["outputs"])) for c in cases}
     return status, expected, outputs
