@@ -134,6 +134,8 @@ def main() -> None:
     parser.add_argument("--part", choices=["all", "acting", "learner"], default="all")
     args = parser.parse_args()
     rounds, calls, learn_rounds = (5, 50, 2) if args.quick else (11, 200, 5)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"TF {tf.__version__}, {os.cpu_count()} CPUs, load average at start: {load}")
 
     if args.part in ("all", "acting"):
         print_acting(bench_acting(rounds, calls), rounds)
