@@ -4,11 +4,11 @@ Importing this package registers with gymnasium:
 
 * ``CartPoleNoVel-v1``: CartPole-v1 observing ``[x, theta]`` only (partially observed), with
   a numpy vector entry point;
-* ``BanditStructured11-v0``: the eleven-armed bandit with an informative arm (same paper);
 * ``BanditIndependent-v0``, ``BanditDependentUniform-v0``, ``BanditDependentEasy-v0``,
   ``BanditDependentMedium-v0``, ``BanditDependentHard-v0``: two-armed Bernoulli bandit
   episodes of Wang et al., "Learning to reinforcement learn", 2016,
-  https://arxiv.org/abs/1611.05763, with a numpy vector entry point.
+  https://arxiv.org/abs/1611.05763, with a numpy vector entry point;
+* ``BanditStructured11-v0``: the same paper's eleven-armed bandit with an informative arm.
 
 ``make_vector_env`` / ``make_env`` build seeded environments (NEXT_STEP autoreset), with the
 standard Atari preprocessing for ``ALE/*`` ids and MinAtar support for ``MinAtar/*`` ids.
