@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from tests.modes import RUN_MODES, run_in_mode
-from tfagents_vtrace.ops import vtrace
+from tfagents_vtrace.ops import _recurrence, vtrace
 
 tfd = tfp.distributions
 
@@ -374,7 +374,9 @@ def test_bad_threshold_and_logits_raise(rng):
 
 def test_xla_mode_takes_the_fused_path():
     """The XLA tests above exercise the fused loop; the other modes the vectorized path."""
-    flags = {m: run_in_mode(lambda: tf.constant(vtrace._in_xla_context()), m)() for m in RUN_MODES}
+    flags = {
+        m: run_in_mode(lambda: tf.constant(_recurrence.in_xla_context()), m)() for m in RUN_MODES
+    }
     assert flags == {"eager": False, "function": False, "xla": True}
 
 
@@ -395,8 +397,8 @@ def test_unknown_time_and_batch_dims(rng):
 
 @pytest.mark.parametrize("mode", RUN_MODES)
 def test_large_rows(rng, mode):
-    """Rows of >= vtrace._LARGE_ROW elements take the per-step loop in graph mode."""
-    inputs = make_inputs(rng, 6, vtrace._LARGE_ROW)
+    """Rows of >= _recurrence._LARGE_ROW elements take the per-step loop in graph mode."""
+    inputs = make_inputs(rng, 6, _recurrence._LARGE_ROW)
     out = run_in_mode(lambda *a: vtrace.from_importance_weights(*a, lambda_=0.9), mode)(
         *inputs.values()
     )

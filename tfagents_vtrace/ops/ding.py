@@ -26,7 +26,7 @@ import math
 
 import tensorflow as tf
 
-from tfagents_vtrace.ops import _validate, vtrace
+from tfagents_vtrace.ops import _recurrence, _validate, vtrace
 
 __all__ = [
     "vtrace_advantage",
@@ -95,7 +95,7 @@ def vtrace_nstep_return(
     )
     values, next_values = bootstrap_values[:-1], bootstrap_values[1:]
     deltas = clipped_rhos * (reward + gamma * next_values - values)
-    return values + vtrace._reverse_recurrence(gamma * lambda_ * clipped_cs, deltas)
+    return values + _recurrence.reverse_recurrence(gamma * lambda_ * clipped_cs, deltas)
 
 
 def vtrace_advantage(clipped_pg_rhos, reward, return_, bootstrap_values, gamma) -> tf.Tensor:
@@ -141,8 +141,8 @@ def vtrace_error_discrete_action(
       `vtrace_loss` of scalars, see its docstring.
     """
     target, behaviour, action, value, reward, weight = data
-    target = vtrace._to_float("target_output", target)
-    behaviour = vtrace._to_float("behaviour_output", behaviour)
+    target = _validate.to_float("target_output", target)
+    behaviour = _validate.to_float("behaviour_output", behaviour)
     _validate.check_rank("target_output", target, 3)
     _validate.check_same_shape("behaviour_output", behaviour, "target_output", target)
     action = tf.convert_to_tensor(action)
@@ -192,13 +192,13 @@ def vtrace_error_continuous_action(
             got = sorted(output) if isinstance(output, dict) else type(output).__name__
             raise ValueError(f"`{name}` must be a dict with keys 'mu' and 'sigma', got {got}.")
         for key in ("mu", "sigma"):
-            params[name, key] = vtrace._to_float(f"{name}['{key}']", output[key])
+            params[name, key] = _validate.to_float(f"{name}['{key}']", output[key])
             _validate.check_rank(f"{name}['{key}']", params[name, key], 3)
             ref = params["target_output", "mu"]
             _validate.check_same_shape(
                 f"{name}['{key}']", params[name, key], "target_output['mu']", ref
             )
-    action = vtrace._to_float("action", action)
+    action = _validate.to_float("action", action)
     _validate.check_same_shape(
         "action", action, "target_output['mu']", params["target_output", "mu"]
     )
@@ -227,7 +227,7 @@ def vtrace_error_continuous_action(
 
 def _check_trace(values_name: str | None, **tensors) -> list[tf.Tensor]:
     """Validates [T, B] inputs and the [T+1, B] ``values_name`` one; returns float tensors."""
-    out = {name: vtrace._to_float(name, x) for name, x in tensors.items()}
+    out = {name: _validate.to_float(name, x) for name, x in tensors.items()}
     ref_name = next(iter(out))
     ref = out[ref_name]
     _validate.check_rank(ref_name, ref, 2)
@@ -254,7 +254,7 @@ def _losses(
     rho_pg_clip_ratio,
 ) -> vtrace_loss:
     """Shared tail of the two error functions: targets without gradient, weighted means."""
-    reward = vtrace._to_float("reward", reward)
+    reward = _validate.to_float("reward", reward)
     _validate.check_shape("reward", reward, target_log_prob.shape, ref="action[:2]")
     reward, value = _check_trace("value", reward=reward, value=value)
     if weight is None:

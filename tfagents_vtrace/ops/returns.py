@@ -23,6 +23,7 @@ import collections
 import tensorflow as tf
 
 from tfagents_vtrace.ops import _validate
+from tfagents_vtrace.ops._recurrence import reverse_linear_recurrence
 from tfagents_vtrace.ops._validate import to_float
 
 __all__ = [
@@ -39,27 +40,6 @@ Fields:
   advantages: [T, B] GAE advantages A_t (stop-gradient).
   returns: [T, B] value targets A_t + V(x_t) (stop-gradient); these are the TD(lambda) returns.
 """
-
-
-def reverse_linear_recurrence(xs: tf.Tensor, coeffs: tf.Tensor, init: tf.Tensor) -> tf.Tensor:
-    """Solves ``y_t = x_t + coeffs_t * y_{t+1}`` backwards in time, with ``y_T = init``.
-
-    Shared building block of the ops in this package (not part of the public API).
-
-    Args:
-      xs: [T, B] float tensor.
-      coeffs: [T, B] float tensor.
-      init: [B] float tensor, the value of ``y_T``.
-
-    Returns:
-      [T, B] tensor ``y_0 .. y_{T-1}``. Gradients flow to every input (callers stop them).
-    """
-
-    def step(acc, elems):
-        x, c = elems
-        return x + c * acc
-
-    return tf.scan(step, (xs, coeffs), initializer=init, reverse=True)
 
 
 def validate_time_major(

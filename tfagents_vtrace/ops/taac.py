@@ -24,8 +24,9 @@ import collections
 import tensorflow as tf
 
 from tfagents_vtrace.ops import _validate
+from tfagents_vtrace.ops._recurrence import reverse_linear_recurrence
 from tfagents_vtrace.ops._validate import to_float
-from tfagents_vtrace.ops.returns import reverse_linear_recurrence, validate_time_major
+from tfagents_vtrace.ops.returns import validate_time_major
 
 __all__ = ["CompareThroughReturns", "compare_through_returns", "compare_through_targets"]
 

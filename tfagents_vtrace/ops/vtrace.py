@@ -31,12 +31,11 @@ numbers (both are tested against numpy):
 from __future__ import annotations
 
 import collections
-import math
 
-import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.ops import _validate
+from tfagents_vtrace.ops._recurrence import in_xla_context, reverse_recurrence
 
 __all__ = [
     "VTraceFromLogitsReturns",
@@ -71,18 +70,6 @@ Fields:
     term of the policy-gradient loss -log pi(a_t) * pg_advantages.
 """
 
-# Most time steps per iteration of the graph-mode loop (its body is unrolled that often).
-_MAX_CHUNK = 16
-# Rows (B * C elements) at least this large skip the chunking (it costs extra copies).
-_LARGE_ROW = 2048
-
-
-def _to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
-    """`_validate.to_float`, also rejecting integer numpy arrays (which it would cast)."""
-    if isinstance(value, np.ndarray | np.generic):
-        value = tf.convert_to_tensor(value)
-    return _validate.to_float(name, value, dtype)
-
 
 def log_probs_from_logits_and_actions(policy_logits, actions) -> tf.Tensor:
     """Log-probabilities of the taken actions under softmax policies.
@@ -96,7 +83,7 @@ def log_probs_from_logits_and_actions(policy_logits, actions) -> tf.Tensor:
       float [T, B]: ``log softmax(policy_logits)[actions]``. Differentiable w.r.t.
       ``policy_logits``.
     """
-    policy_logits = _to_float("policy_logits", policy_logits)
+    policy_logits = _validate.to_float("policy_logits", policy_logits)
     actions = tf.convert_to_tensor(actions)
     if not actions.dtype.is_integer:
         raise ValueError(f"`actions` must be an integer tensor, got dtype {actions.dtype.name}.")
@@ -106,89 +93,11 @@ def log_probs_from_logits_and_actions(policy_logits, actions) -> tf.Tensor:
     return tf.gather(log_probs, actions, batch_dims=len(actions.shape))
 
 
-def _reverse_recurrence(coeffs: tf.Tensor, deltas: tf.Tensor) -> tf.Tensor:
-    """Solves ``acc_t = deltas_t + coeffs_t * acc_{t+1}`` backwards in time, ``acc_T = 0``.
-
-    ``coeffs`` and ``deltas`` are time-major ``[T, ...]`` of one shape; the result too.
-    Under XLA, and in graph mode for large rows (where memory traffic, not the per-op cost,
-    dominates): one loop iteration per step, a fused multiply-add per row under XLA.
-    Otherwise graph mode pays per executed op, so the steps run in chunks: one iteration
-    reads a chunk of rows with one gather and runs its steps unrolled (`_chunked_recurrence`).
-    """
-    row_size = coeffs.shape[1:].num_elements()
-    if not _in_xla_context() and (row_size is None or row_size < _LARGE_ROW):
-        return _chunked_recurrence(coeffs, deltas)
-    num_steps = tf.shape(coeffs)[0]
-    outputs = tf.TensorArray(deltas.dtype, size=num_steps, element_shape=deltas.shape[1:])
-
-    def body(t, acc, outputs):
-        acc = tf.gather(deltas, t) + tf.gather(coeffs, t) * acc
-        return t - 1, acc, outputs.write(t, acc)
-
-    _, _, outputs = tf.while_loop(
-        lambda t, acc, outputs: t >= 0,
-        body,
-        (num_steps - 1, tf.zeros_like(deltas[0]), outputs),
-        maximum_iterations=num_steps,  # XLA needs a bound to differentiate the loop
-    )
-    return outputs.stack()
-
-
-def _chunked_recurrence(coeffs: tf.Tensor, deltas: tf.Tensor) -> tf.Tensor:
-    """`_reverse_recurrence` in chunks of K <= `_MAX_CHUNK` steps (graph mode and eager).
-
-    The trace is front-padded with zeros to ``n * K`` steps (zeros before the first step
-    cannot reach it: the recursion runs backwards) and viewed as ``[n, K, ...]``. A trace of
-    at most `_MAX_CHUNK` steps needs no loop at all.
-    """
-    num_steps = coeffs.shape[0]
-    if num_steps is not None and num_steps <= _MAX_CHUNK:
-        return _unrolled(tf.unstack(coeffs), tf.unstack(deltas), tf.zeros_like(deltas[0]))[0]
-    k = _MAX_CHUNK
-    if num_steps is not None:  # static T: a divisor of T if one is close, else least padding
-        divisors = [d for d in range(_MAX_CHUNK // 2, _MAX_CHUNK + 1) if num_steps % d == 0]
-        k = divisors[-1] if divisors else math.ceil(num_steps / math.ceil(num_steps / _MAX_CHUNK))
-    steps = tf.shape(coeffs)[0]
-    num_chunks = (steps + k - 1) // k
-    pad = num_chunks * k - steps
-    rest = tf.shape(coeffs)[1:]
-    if num_steps is not None and num_steps % k == 0:
-        padded = (coeffs, deltas)
-    else:
-        paddings = tf.concat([[[pad, 0]], tf.zeros([tf.rank(coeffs) - 1, 2], tf.int32)], axis=0)
-        padded = (tf.pad(coeffs, paddings), tf.pad(deltas, paddings))
-    chunked = [tf.reshape(x, tf.concat([[num_chunks, k], rest], 0)) for x in padded]
-    outputs = tf.TensorArray(deltas.dtype, size=num_chunks)
-
-    def body(i, acc, outputs):
-        rows = [tf.unstack(tf.gather(x, i), num=k) for x in chunked]
-        chunk, acc = _unrolled(*rows, acc)
-        return i - 1, acc, outputs.write(i, chunk)
-
-    _, _, outputs = tf.while_loop(
-        lambda i, acc, outputs: i >= 0,
-        body,
-        (num_chunks - 1, tf.zeros_like(deltas[0]), outputs),
-        parallel_iterations=1,
-    )
-    result = tf.reshape(outputs.stack(), tf.concat([[num_chunks * k], rest], 0))
-    return result if num_steps is not None and num_steps % k == 0 else result[pad:]
-
-
-def _unrolled(coeffs: list, deltas: list, acc: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """The recursion over lists of rows, unrolled; returns (stacked rows, the first row)."""
-    out = [None] * len(coeffs)
-    for k in reversed(range(len(coeffs))):
-        acc = deltas[k] + coeffs[k] * acc
-        out[k] = acc
-    return tf.stack(out), acc
-
-
 def _threshold(name: str, value, dtype: tf.DType) -> tf.Tensor | None:
     """A scalar clipping threshold as a tensor, or None (no clipping)."""
     if value is None:
         return None
-    t = _to_float(name, value, dtype)
+    t = _validate.to_float(name, value, dtype)
     _validate.check_rank(name, t, 0)
     return t
 
@@ -232,12 +141,12 @@ def from_importance_weights(
     Raises:
       ValueError: naming the argument, on wrong rank, mismatched T or B, or non-float input.
     """
-    log_rhos = _to_float("log_rhos", log_rhos)
+    log_rhos = _validate.to_float("log_rhos", log_rhos)
     dtype = log_rhos.dtype
-    discounts = _to_float("discounts", discounts, dtype)
-    rewards = _to_float("rewards", rewards, dtype)
-    values = _to_float("values", values, dtype)
-    bootstrap_value = _to_float("bootstrap_value", bootstrap_value, dtype)
+    discounts = _validate.to_float("discounts", discounts, dtype)
+    rewards = _validate.to_float("rewards", rewards, dtype)
+    values = _validate.to_float("values", values, dtype)
+    bootstrap_value = _validate.to_float("bootstrap_value", bootstrap_value, dtype)
     _validate.check_min_rank("values", values, 2)
     for name, tensor in (("log_rhos", log_rhos), ("discounts", discounts), ("rewards", rewards)):
         _validate.check_same_shape(name, tensor, "values", values)
@@ -252,17 +161,11 @@ def from_importance_weights(
     # Targets only: keep the loop out of any gradient tape.
     inputs = [tf.stop_gradient(x) for x in (log_rhos, discounts, rewards, values, bootstrap_value)]
     clips = (rho_bar, c_bar, pg_rho_bar, lambda_)
-    if _in_xla_context():
+    if in_xla_context():
         vs, pg_advantages = _vtrace_fused_loop(*inputs, clips)
     else:
         vs, pg_advantages = _vtrace_vectorized(*inputs, clips)
     return VTraceReturns(vs=tf.stop_gradient(vs), pg_advantages=tf.stop_gradient(pg_advantages))
-
-
-def _in_xla_context() -> bool:
-    """True while tracing for XLA (inside ``tf.function(jit_compile=True)``)."""
-    get_context = getattr(tf.__internal__, "get_enclosing_xla_context", None)
-    return get_context is not None and get_context() is not None
 
 
 def _importance_weights(log_rhos: tf.Tensor, clips) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -278,7 +181,7 @@ def _vtrace_vectorized(log_rhos, discounts, rewards, values, bootstrap_value, cl
     rhos, cs, pg_rhos = _importance_weights(log_rhos, clips)
     values_tp1 = tf.concat([values[1:], bootstrap_value[None]], axis=0)
     deltas = rhos * (rewards + discounts * values_tp1 - values)
-    vs = values + _reverse_recurrence(discounts * cs, deltas)
+    vs = values + reverse_recurrence(discounts * cs, deltas)
     vs_tp1 = tf.concat([vs[1:], bootstrap_value[None]], axis=0)
     return vs, pg_rhos * (rewards + discounts * vs_tp1 - values)
 
@@ -362,8 +265,8 @@ def from_logits(
       their gradients w.r.t. ``target_policy_logits`` (``behaviour_policy_logits``), so
       ``-target_action_log_probs * pg_advantages`` is the policy-gradient loss.
     """
-    behaviour_policy_logits = _to_float("behaviour_policy_logits", behaviour_policy_logits)
-    target_policy_logits = _to_float("target_policy_logits", target_policy_logits)
+    behaviour_policy_logits = _validate.to_float("behaviour_policy_logits", behaviour_policy_logits)
+    target_policy_logits = _validate.to_float("target_policy_logits", target_policy_logits)
     _validate.check_rank("target_policy_logits", target_policy_logits, 3)
     _validate.check_same_shape(
         "behaviour_policy_logits",
@@ -456,6 +359,6 @@ def _check_time_batch(actions: tf.Tensor, discounts, rewards, values) -> None:
     """Checks that ``actions`` starts with [T, B] and the [T, B] inputs match it."""
     _validate.check_min_rank("actions", actions, 2)
     for name, x in (("discounts", discounts), ("rewards", rewards), ("values", values)):
-        x = _to_float(name, x)
+        x = _validate.to_float(name, x)
         _validate.check_rank(name, x, 2)
         _validate.check_shape(name, x, actions.shape[:2], ref="actions[:2]")
