@@ -64,6 +64,7 @@ def define_train_flags() -> None:
     flags.DEFINE_float("max_grad_norm", 40.0, "Global-norm clipping (0: none).")
     flags.DEFINE_float("baseline_cost", 0.5, "Value-loss weight.")
     flags.DEFINE_float("entropy_cost", 0.01, "Entropy-bonus weight.")
+    flags.DEFINE_float("reward_scale", 1.0, "Multiply rewards by this before clipping.")
     flags.DEFINE_enum(
         "reward_clipping", "none", ["none", "abs_one", "soft_asymmetric"], "Reward clipping."
     )
@@ -99,6 +100,7 @@ def configs_from_flags():
         max_grad_norm=FLAGS.max_grad_norm,
         baseline_cost=FLAGS.baseline_cost,
         entropy_cost=FLAGS.entropy_cost,
+        reward_scale=FLAGS.reward_scale,
         reward_clipping=FLAGS.reward_clipping,
         vtrace_lambda=FLAGS.vtrace_lambda,
         jit_compile=FLAGS.jit_compile,

@@ -56,6 +56,9 @@ class ImpalaConfig:
     """Weight of the value loss ``0.5 * (vs - V)^2`` (>= 0)."""
     entropy_cost: float = 0.01
     """Weight of the entropy bonus (>= 0)."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this (> 0) before clipping; values then learn returns of
+    order one (e.g. 0.1 on CartPole, whose returns reach ~100)."""
     reward_clipping: str = "none"
     """"none", "abs_one" (clip to [-1, 1]) or "soft_asymmetric" (IMPALA DMLab)."""
     clip_rho_threshold: float | None = 1.0
@@ -76,6 +79,7 @@ class ImpalaConfig:
         if not (isinstance(self.discount, int | float) and 0.0 < self.discount <= 1.0):
             raise ValueError(f"discount: expected a number in (0, 1], received {self.discount!r}")
         _positive("learning_rate", self.learning_rate)
+        _positive("reward_scale", self.reward_scale)
         _choice("lr_decay", self.lr_decay, LR_DECAYS)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("reward_clipping", self.reward_clipping, REWARD_CLIPPING)

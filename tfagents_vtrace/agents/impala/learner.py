@@ -14,14 +14,15 @@ A batch is a dict of numpy arrays, time-major, with one-step overlap (T+1 observ
 
 Loss, with ``V`` the network's values over the T+1 observations, ``m_t = 1 - reset_t``:
 
-    r'_t = clip(r_t) + gamma * truncated_t * sg(V(x_{t+1}))   (bootstrap a time-limit end)
+    r'_t = clip(s * r_t) + gamma * truncated_t * sg(V(x_{t+1}))   (bootstrap a time-limit end)
     d_t = gamma * (1 - terminated_t) * (1 - truncated_t) * m_t
     vs, pg_adv = vtrace(log_rhos = log pi(a_t|x_t) - log mu(a_t|x_t), d, r', sg(V), sg(V_T))
     L = mean_{t,b} m_t * [ -pg_adv_t log pi(a_t|x_t)
                            + baseline_cost * 0.5 * (vs_t - V(x_t))^2
                            - entropy_cost * H(pi(.|x_t)) ]
 
-Gradients reach the network weights through ``log pi``, ``V(x_t)`` (t < T) and the entropy;
+(``s`` is ``reward_scale``.) Gradients reach the network weights through ``log pi``,
+``V(x_t)`` (t < T) and the entropy;
 V-trace targets and the bootstrap values are stop-gradient.
 """
 
@@ -95,7 +96,8 @@ def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
     terminated = tf.cast(batch["terminated"], tf.float32)
     truncated = tf.cast(batch["truncated"], tf.float32)
     gamma = float(config.discount)
-    rewards = common.clip_rewards(batch["reward"], config.reward_clipping)
+    rewards = tf.cast(batch["reward"], tf.float32) * float(config.reward_scale)
+    rewards = common.clip_rewards(rewards, config.reward_clipping)
     rewards = rewards + gamma * truncated * tf.stop_gradient(values[1:])
     discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
     target_lp, log_rhos, entropy = _policy_terms(network, target, batch["policy"], batch["action"])
