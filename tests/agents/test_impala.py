@@ -52,6 +52,7 @@ def _batch(rng, t=5, b=4, truncate=(), terminate=()):
     [
         ("discount", 1.5),
         ("learning_rate", 0.0),
+        ("reward_scale", -1.0),
         ("optimizer", "sgd"),
         ("lr_decay", "cosine"),
         ("reward_clipping", "abs_two"),

@@ -92,7 +92,31 @@ def test_numpy_policy_matches_the_network():
                                atol=1e-6)  # fmt: skip
     action, _, _ = policy.step(obs, np.zeros(5, bool), *zeros, ())
     np.testing.assert_array_equal(action, np.argmax(out.policy["logits"].numpy(), -1))
-    lstm = build_network(NetworkConfig(hidden_sizes=(8,), core="lstm", lstm_size=8),
-                         "CartPole-v1")  # fmt: skip
-    assert not NumpyMLPPolicy.supports(lstm)
-    assert isinstance(make_policy(lstm, "auto"), TFPolicy)
+    timed = build_network(
+        NetworkConfig(hidden_sizes=(8,), core="lstm", lstm_size=8, use_time_step=True),
+        "CartPole-v1",
+    )
+    assert not NumpyMLPPolicy.supports(timed)
+    assert isinstance(make_policy(timed, "auto"), TFPolicy)
+
+
+def test_numpy_lstm_policy_matches_the_network_over_steps():
+    cfg = NetworkConfig(hidden_sizes=(16,), core="lstm", lstm_size=8, use_prev_action=True,
+                        use_prev_reward=True)  # fmt: skip
+    net = build_network(cfg, "CartPole-v1")
+    policy = make_policy(net, "auto")
+    assert isinstance(policy, NumpyMLPPolicy)
+    rng = np.random.default_rng(1)
+    b = 5
+    state_np, state_tf = policy.initial_state(b), net.initial_state(b)
+    for t in range(6):
+        obs = rng.normal(size=(b, 4)).astype(np.float32)
+        first = rng.random(b) < (1.0 if t == 0 else 0.3)
+        prev_action = rng.integers(0, 2, b).astype(np.int32)
+        prev_reward = rng.normal(size=b).astype(np.float32)
+        out = net(NetInputs(obs, first, prev_action, prev_reward), state_tf)
+        logits, state_np = policy.logits(obs, first, prev_action, prev_reward, state_np)
+        np.testing.assert_allclose(logits, out.policy["logits"].numpy(), rtol=1e-4, atol=1e-6)
+        for a, s in zip(state_np, out.state):
+            np.testing.assert_allclose(a, s.numpy(), rtol=1e-4, atol=1e-6)
+        state_tf = out.state

@@ -6,9 +6,10 @@ policy on many environments at once. Two implementations share one interface:
 * :class:`TFPolicy`: a private copy of the network and one compiled ``tf.function`` step
   (any torso, LSTM core, continuous actions). Each call costs the ~100-200 us ``tf.function``
   overhead, so all environments go through one call.
-* :class:`NumpyMLPPolicy`: for feed-forward MLP categorical policies only, the same forward
-  pass in numpy (about 10x cheaper per call at CartPole sizes). It reads the weights of the
-  network's own layers, so it stays exact; tests compare it with the TF network.
+* :class:`NumpyMLPPolicy`: for MLP categorical policies (optionally with the LSTM core and
+  previous action / reward inputs), the same forward pass in numpy: measured 40-130x
+  cheaper per call than the compiled TF step at CartPole sizes on this (loaded) machine. It
+  reads the weights of the network's own layers; tests compare it with the TF network.
 
 Both take and return numpy arrays: ``step(obs [B, ...], first [B], prev_action [B(, A)],
 prev_reward [B], state) -> (action [B(, A)], policy params dict of [B, ...], new state)``,
@@ -82,31 +83,43 @@ class TFPolicy:
 
 
 class NumpyMLPPolicy:
-    """Numpy forward pass of a feed-forward MLP categorical network (see module docstring)."""
+    """Numpy forward pass of an MLP categorical network, optionally with the LSTM core and
+    the previous action / reward inputs (see module docstring)."""
 
     def __init__(self, network, greedy: bool = False, seed: int = 0):
         if not self.supports(network):
-            raise ValueError("network: NumpyMLPPolicy needs a feed-forward MLP categorical net")
+            raise ValueError("network: NumpyMLPPolicy needs an MLP categorical network")
         self.greedy = greedy
         self._rng = np.random.default_rng(seed)
-        self._act = _NP_ACTIVATIONS[network.config.activation]
+        cfg = network.config
+        self._act = _NP_ACTIVATIONS[cfg.activation]
+        self._prev_action = cfg.use_prev_action
+        self._prev_reward = cfg.use_prev_reward
+        self._num_actions = network.num_actions
+        self._lstm = network.core is not None
         index = {id(v): i for i, v in enumerate(network.weights)}
-        pairs = [(d.kernel, d.bias) for d in network.torso.dense_layers]
+        variables = [v for d in network.torso.dense_layers for v in (d.kernel, d.bias)]
+        if self._lstm:
+            cell = network.core.cell
+            variables += [cell.kernel, cell.recurrent_kernel, cell.bias]
+            self._units = int(network.core.units)
         head = network.policy_head.logits
-        pairs.append((head.kernel, head.bias))
-        self._index = [(index[id(k)], index[id(b)]) for k, b in pairs]
-        self._layers: list[tuple[np.ndarray, np.ndarray]] = []
+        variables += [head.kernel, head.bias]
+        self._index = [index[id(v)] for v in variables]
+        self._num_dense = len(network.torso.dense_layers)
         self.set_weights(network.get_weights())
 
     @staticmethod
     def supports(network) -> bool:
-        """True for an MLP torso, no core or meta-RL inputs, categorical head, float obs."""
+        """True for an MLP torso, categorical head, float observations, no Q head, and
+        either no core or an LSTM core without the time-step input."""
         cfg = getattr(network, "config", None)
+        core = getattr(network, "core", None)
         return bool(
             cfg is not None
             and cfg.torso == "mlp"
-            and cfg.core is None
-            and not (cfg.use_prev_action or cfg.use_prev_reward)
+            and cfg.core in (None, "lstm")
+            and not (cfg.core == "lstm" and (cfg.use_time_step or core is None))
             and cfg.q_head is None
             and getattr(network, "policy_kind", None) == "categorical"
             and getattr(network, "obs_categories", None) is None
@@ -115,37 +128,66 @@ class NumpyMLPPolicy:
         )
 
     def initial_state(self, batch_size: int) -> tuple:
-        """Feed-forward: the empty state."""
-        return ()
+        """``(h, c)`` zeros ``[B, units]`` with an LSTM core, else ``()``."""
+        if not self._lstm:
+            return ()
+        zeros = np.zeros((batch_size, self._units), np.float32)
+        return (zeros, zeros.copy())
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         """Loads weights in ``network.get_weights()`` order."""
-        self._layers = [
-            (np.asarray(weights[k], np.float32), np.asarray(weights[b], np.float32))
-            for k, b in self._index
-        ]
+        self._w = [np.asarray(weights[i], np.float32) for i in self._index]
 
-    def logits(self, obs: np.ndarray) -> np.ndarray:
-        """Policy logits ``[B, A]`` of observations ``[B, ...]``."""
+    def _features(self, obs, first, prev_action, prev_reward, state):
+        w, n = self._w, self._num_dense
         h = np.asarray(obs, np.float32).reshape(len(obs), -1)
-        for w, b in self._layers[:-1]:
-            h = self._act(h @ w + b)
-        w, b = self._layers[-1]
-        return h @ w + b
+        for k in range(n):
+            h = self._act(h @ w[2 * k] + w[2 * k + 1])
+        if not self._lstm:
+            return h, ()
+        keep = 1.0 - np.asarray(first, np.float32)[:, None]
+        parts = [h]
+        if self._prev_action:
+            onehot = np.eye(self._num_actions, dtype=np.float32)[np.asarray(prev_action)]
+            parts.append(onehot * keep)
+        if self._prev_reward:
+            parts.append(np.asarray(prev_reward, np.float32)[:, None] * keep)
+        x = np.concatenate(parts, axis=-1) if len(parts) > 1 else h
+        h_prev, c_prev = state[0] * keep, state[1] * keep
+        z = x @ w[2 * n] + h_prev @ w[2 * n + 1] + w[2 * n + 2]
+        i, f, g, o = np.split(z, 4, axis=-1)
+        c = _sigmoid(f) * c_prev + _sigmoid(i) * np.tanh(g)
+        h = _sigmoid(o) * np.tanh(c)
+        return h, (h, c)
+
+    def logits(self, obs, first=None, prev_action=None, prev_reward=None, state=()):
+        """Policy logits ``[B, A]`` (and the new state) of one step's inputs."""
+        if first is None:
+            first = np.ones(len(obs), bool)
+        if self._lstm and not state:
+            state = self.initial_state(len(obs))
+        h, new_state = self._features(obs, first, prev_action, prev_reward, state)
+        out = h @ self._w[-2] + self._w[-1]
+        return (out, new_state) if self._lstm else out
 
     def step(self, obs, first, prev_action, prev_reward, state):
-        """One batched step; returns numpy ``(action, {"logits": ...}, ())``."""
-        logits = self.logits(obs)
+        """One batched step; returns numpy ``(action, {"logits": ...}, new_state)``."""
+        h, new_state = self._features(obs, first, prev_action, prev_reward, state)
+        logits = h @ self._w[-2] + self._w[-1]
         if self.greedy:
             action = np.argmax(logits, axis=-1)
         else:  # Gumbel-max sampling
             u = self._rng.random(logits.shape, dtype=np.float32)
             action = np.argmax(logits - np.log(-np.log(u + 1e-20) + 1e-20), axis=-1)
-        return action.astype(np.int32), {"logits": logits}, ()
+        return action.astype(np.int32), {"logits": logits}, new_state
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
 
 
 def make_policy(network, impl: str = "auto", greedy: bool = False, seed: int = 0):
-    """``impl``: "tf", "numpy" (MLP categorical only) or "auto" (numpy when supported)."""
+    """``impl``: "tf", "numpy" (MLP categorical [+ LSTM] only) or "auto" (numpy if supported)."""
     if impl not in ("auto", "tf", "numpy"):
         raise ValueError(f"policy_impl: expected 'auto', 'tf' or 'numpy', received {impl!r}")
     if impl == "numpy" or (impl == "auto" and NumpyMLPPolicy.supports(network)):
