@@ -194,6 +194,7 @@ class Trainer:
         # num_actors=0: one actor stepped inline by the learner thread (no threads, no lag).
         self._inline = None if threads else Actor(self.spec, 0, env_factory=actor_factory)
         self._store = store
+        self._last_metrics: dict = {}
         evaluator = self._make_evaluator()
         progress = Progress(run.total_steps, self.env_steps)
         for thread in threads:
@@ -213,7 +214,7 @@ class Trainer:
         train_sps = (self.env_steps - loop_steps) / max(time.monotonic() - loop_start, 1e-9)
         if last_eval is None or last_eval["step"] != self.env_steps:
             last_eval = self._evaluate(evaluator)
-            self._write_row({}, last_eval, progress)
+            self._write_row(self._last_metrics, last_eval, progress)
         evaluator.close()
         self.save()
         train_wall = self.wall_time()
@@ -281,7 +282,9 @@ class Trainer:
                 next_eval += run.eval_every
                 eval_row = last_eval = self._evaluate(evaluator)
             now = time.monotonic()
-            if eval_row is not None or now - last_log >= run.log_every_s:
+            self._last_metrics = learner_metrics
+            final_step = self.env_steps >= run.total_steps  # the row after the loop covers it
+            if eval_row is not None or (now - last_log >= run.log_every_s and not final_step):
                 last_log = now
                 self._write_row(learner_metrics, eval_row, progress)
             if eval_row is not None and run.stop_return is not None:
