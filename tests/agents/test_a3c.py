@@ -93,3 +93,19 @@ def test_train_writes_a_resumable_run_directory_and_policy(tmp_path):
     again = train(longer, config, net, str(tmp_path))
     assert again["resumed"] and again["step"] >= 300
     assert sum(again["worker_steps"]) == again["step"] - final["step"]
+
+
+def test_stop_return_keeps_the_evaluated_weights(tmp_path):
+    import tfagents_vtrace.envs  # noqa: F401
+
+    run = RunConfig(
+        env_id="CartPole-v1", total_steps=100_000, num_envs=2, eval_every=200, eval_episodes=2,
+        stop_return=0.0, export_policy=False,
+    )  # fmt: skip
+    trainer = A3CTrainer(run, A3CConfig(num_workers=2, t_max=5), NetworkConfig(hidden_sizes=(8,)),
+                         str(tmp_path))  # fmt: skip
+    final = trainer.run()
+    assert final["solve_wall_time"] is not None and 200 <= final["solve_step"] <= final["step"]
+    assert final["step"] < 2_000  # the workers stopped soon after the solving evaluation
+    for a, b in zip(trainer.learner.network.get_weights(), trainer.eval_weights):
+        np.testing.assert_array_equal(a, b)  # continued updates were rolled back

@@ -13,7 +13,10 @@ From :class:`~tfagents_vtrace.runtime.config.RunConfig` it uses ``env_id``, ``se
 ``eval_every``, ``eval_episodes``, ``stop_return``, ``checkpoint_every_s``, ``log_every_s``
 and ``export_policy``; the rollout length and thread count are the A3C config's ``t_max`` and
 ``num_workers``. Workers check the global step before each rollout, so a run may overshoot
-``total_steps`` by at most ``num_workers - 1`` rollouts.
+``total_steps`` by at most ``num_workers - 1`` rollouts. Evaluations read a consistent copy
+of the global weights while the workers go on; when one reaches ``stop_return`` those weights
+are restored into the global network before the final checkpoint and export (``solve_step``
+is the global step they were taken at).
 """
 
 from __future__ import annotations
@@ -114,6 +117,7 @@ class A3CTrainer:
             for i in range(config.num_workers)
         ]
         self.evaluator = self._make_evaluator(network_config)
+        self.eval_weights: list | None = None
 
     def _make_evaluator(self, network_config) -> Evaluator:
         run = self.run_config
@@ -139,9 +143,14 @@ class A3CTrainer:
         )
 
     def evaluate(self) -> dict:
-        """Greedy evaluation of the current global weights; a row with step and wall_time."""
-        step = self.learner.shared.step
-        self.evaluator.set_weights(self.learner.get_weights())
+        """Greedy evaluation of the current global weights; a row with step and wall_time.
+
+        The evaluated weights are kept in ``eval_weights`` (restored when they solve the task,
+        since the workers keep updating while the evaluation runs)."""
+        step, self.eval_weights = self.learner.shared.read(
+            lambda: (self.learner.shared.step, self.learner.network.get_weights())
+        )
+        self.evaluator.set_weights(self.eval_weights)
         row = self.evaluator.run()
         row.update(step=int(step), wall_time=round(self.wall_time(), 3))
         return row
@@ -211,7 +220,9 @@ class A3CTrainer:
             progress.close()
         self._check_workers()
         step = self.learner.shared.step
-        if last_eval is None or last_eval["step"] != step:
+        if solved_wall is not None:  # keep (and export) the weights that reached stop_return
+            self.learner.shared.read(lambda: self.learner.network.set_weights(self.eval_weights))
+        elif last_eval is None or last_eval["step"] != step:
             last_eval = self.evaluate()
             self.metrics.write(self._row(last_eval, (step, time.monotonic())))
         self.evaluator.close()
@@ -229,6 +240,7 @@ class A3CTrainer:
             "wall_time": round(self.wall_time(), 3),
             "train_wall_time": round(train_wall, 3),
             "solve_wall_time": solved_wall,
+            "solve_step": last_eval["step"] if solved_wall is not None else None,
             "eval_return": last_eval["eval_return"],
             "updates": int(self.learner.shared.updates),
             "episodes": int(self.stats.episodes),
