@@ -27,7 +27,7 @@ from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, ActorThread, WeightStore, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.evaluation import Evaluator
-from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.policies import NumpyMLPPolicy, make_policy
 from tfagents_vtrace.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -162,9 +162,16 @@ class Trainer:
             from tfagents_vtrace.envs import make_vector_env
 
             factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")
-        network = build_network(self.spec.network_config, run.env_id)
+        network = self._acting_network()
         policy = make_policy(network, run.policy_impl, greedy=True)
         return Evaluator(factory, policy, run.eval_episodes, seed=10_000 + run.seed)
+
+    def _acting_network(self):
+        """A network for an acting policy: the learner's own when the numpy policy will be
+        used (it only copies weights out of it), else a fresh copy (TF policies own one)."""
+        if self.run_config.policy_impl != "tf" and NumpyMLPPolicy.supports(self.learner.network):
+            return self.learner.network
+        return build_network(self.spec.network_config, self.run_config.env_id)
 
     def env_restarts(self) -> int:
         return self._restarts_base + sum(self.stats.restarts.values())
@@ -188,11 +195,20 @@ class Trainer:
         stop = threading.Event()
         actor_factory = self._actor_env_factory()
         threads = [
-            ActorThread(Actor(self.spec, i, env_factory=actor_factory), store, unrolls, stop)
+            ActorThread(
+                Actor(self.spec, i, self._acting_network(), env_factory=actor_factory),
+                store,
+                unrolls,
+                stop,
+            )
             for i in range(run.num_actors)
         ]
         # num_actors=0: one actor stepped inline by the learner thread (no threads, no lag).
-        self._inline = None if threads else Actor(self.spec, 0, env_factory=actor_factory)
+        self._inline = (
+            None
+            if threads
+            else Actor(self.spec, 0, self._acting_network(), env_factory=actor_factory)
+        )
         self._store = store
         self._last_metrics: dict = {}
         evaluator = self._make_evaluator()
