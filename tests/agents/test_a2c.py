@@ -157,7 +157,7 @@ def test_non_finite_batch_skips_the_update(rng):
         np.testing.assert_array_equal(a, b)
 
 
-def test_registered_a2c_trains_through_the_runtime(tmp_path):
+def test_registered_a2c_trains_on_policy_through_the_runtime(tmp_path):
     import tfagents_vtrace.envs  # noqa: F401
     from tfagents_vtrace.runtime.config import RunConfig
     from tfagents_vtrace.runtime.loop import train
@@ -166,7 +166,7 @@ def test_registered_a2c_trains_through_the_runtime(tmp_path):
     agent = get_agent("a2c")
     assert agent.Config is A2CConfig and agent.Learner is A2CLearner
     run = RunConfig(
-        env_id="CartPole-v1", total_steps=400, num_envs=4, unroll_length=5, queue_capacity=1,
+        env_id="CartPole-v1", total_steps=400, num_envs=4, unroll_length=5, num_actors=0,
         eval_episodes=2, export_policy=False, log_every_s=0.01,
     )  # fmt: skip
     config = A2CConfig(entropy_start=0.02, entropy_end=0.0)
@@ -176,3 +176,6 @@ def test_registered_a2c_trains_through_the_runtime(tmp_path):
     assert rows[-1]["step"] == 400 and "eval_return" in rows[-1]
     coefs = [r["entropy_coef"] for r in rows if "entropy_coef" in r]
     assert coefs and coefs[-1] == pytest.approx(0.0, abs=1e-6)
+    # num_actors=0 acts inline with the newest weights: the data is on-policy.
+    assert all(r["policy_lag"] == 0.0 for r in rows)
+    assert max(r.get("mean_abs_log_rho", 0.0) for r in rows) < 1e-5
