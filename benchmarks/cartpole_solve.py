@@ -184,7 +184,8 @@ def _run(cmd: list[str], logdir: str, args: argparse.Namespace) -> dict:
         "time_to_solve": solved[1] if solved else None,
         "steps": final.get("step", rows[-1]["step"] if rows else None),
         "wall": time.time() - t0,
-        "train_sps": final.get("train_sps") or (statistics.median(sps) if sps else None),
+        # Ours: median of the logged steady-state sps; SB3: steps / learn() time.
+        "train_sps": statistics.median(sps) if sps else final.get("train_sps"),
         "logdir": logdir,
     }
     if rc != 0 and not record["solved"]:
