@@ -52,7 +52,9 @@ def define_train_flags() -> None:
         "Split the CPU into N logical devices (to test --strategy=mirrored on one CPU).",
         allow_hide_cpp=True,
     )
-    # IMPALA hyperparameters (ImpalaConfig documents each).
+    # Agent hyperparameters. Each flag fills the same-named field of the chosen agent's Config
+    # (ImpalaConfig, A2CConfig, A3CConfig document them); a flag not given on the command line
+    # or in a flagfile leaves that agent's own default in place.
     flags.DEFINE_float("discount", 0.99, "Discount gamma.")
     flags.DEFINE_float("learning_rate", 6e-4, "Initial learning rate.")
     flags.DEFINE_enum("lr_decay", "linear", ["linear", "none"], "Learning-rate schedule.")
@@ -70,6 +72,14 @@ def define_train_flags() -> None:
     )
     flags.DEFINE_float("vtrace_lambda", 1.0, "V-trace lambda.")
     flags.DEFINE_bool("jit_compile", False, "XLA-compile the train step (single replica).")
+    flags.DEFINE_float("adam_beta1", 0.9, "Adam beta_1.")
+    flags.DEFINE_float("adam_beta2", 0.999, "Adam beta_2.")
+    # A2C / A3C.
+    flags.DEFINE_float("gae_lambda", 1.0, "GAE lambda (1.0: n-step returns).")
+    flags.DEFINE_float("entropy_start", 0.01, "Entropy weight at the first update.")
+    flags.DEFINE_float("entropy_end", 0.01, "Entropy weight at the end (linear anneal).")
+    flags.DEFINE_integer("num_workers", 4, "A3C worker threads.")
+    flags.DEFINE_integer("t_max", 20, "A3C rollout length per worker update.")
     # Network (NetworkConfig documents each).
     flags.DEFINE_enum("torso", "mlp", ["mlp", "nature_cnn", "impala_resnet"], "Network torso.")
     flags.DEFINE_list("hidden_sizes", ["64", "64"], "MLP hidden sizes.")
@@ -79,6 +89,23 @@ def define_train_flags() -> None:
     flags.DEFINE_integer("lstm_size", 128, "LSTM units.")
     flags.DEFINE_bool("use_prev_action", False, "Feed the previous action to the core.")
     flags.DEFINE_bool("use_prev_reward", False, "Feed the previous reward to the core.")
+    flags.DEFINE_bool("use_time_step", False, "Feed the episode time step to the core.")
+
+
+def dataclass_from_flags(cls, **overrides):
+    """``cls(**kwargs)`` from the flags named like ``cls``'s fields that were given.
+
+    Flags left at their defaults are skipped, so each agent keeps its own defaults.
+    """
+    import dataclasses
+
+    kwargs = {
+        f.name: getattr(FLAGS, f.name)
+        for f in dataclasses.fields(cls)
+        if f.name in FLAGS and FLAGS[f.name].present
+    }
+    kwargs.update(overrides)
+    return cls(**kwargs)
 
 
 def configs_from_flags():
@@ -88,23 +115,7 @@ def configs_from_flags():
     from tfagents_vtrace.runtime.config import RunConfig
 
     agent = get_agent(FLAGS.agent)
-    agent_config = agent.Config(
-        discount=FLAGS.discount,
-        learning_rate=FLAGS.learning_rate,
-        lr_decay=FLAGS.lr_decay,
-        optimizer=FLAGS.optimizer,
-        rmsprop_decay=FLAGS.rmsprop_decay,
-        rmsprop_momentum=FLAGS.rmsprop_momentum,
-        rmsprop_epsilon=FLAGS.rmsprop_epsilon,
-        adam_epsilon=FLAGS.adam_epsilon,
-        max_grad_norm=FLAGS.max_grad_norm,
-        baseline_cost=FLAGS.baseline_cost,
-        entropy_cost=FLAGS.entropy_cost,
-        reward_scale=FLAGS.reward_scale,
-        reward_clipping=FLAGS.reward_clipping,
-        vtrace_lambda=FLAGS.vtrace_lambda,
-        jit_compile=FLAGS.jit_compile,
-    )
+    agent_config = dataclass_from_flags(agent.Config)
     network_config = NetworkConfig(
         torso=FLAGS.torso,
         hidden_sizes=tuple(int(h) for h in FLAGS.hidden_sizes),
@@ -113,6 +124,7 @@ def configs_from_flags():
         lstm_size=FLAGS.lstm_size,
         use_prev_action=FLAGS.use_prev_action,
         use_prev_reward=FLAGS.use_prev_reward,
+        use_time_step=FLAGS.use_time_step,
     )
     run_config = RunConfig(
         env_id=FLAGS.env,

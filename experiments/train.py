@@ -35,16 +35,13 @@ def main(argv) -> None:
     from tfagents_vtrace.runtime.strategy import make_strategy
 
     agent, agent_config, network_config, run_config = common.configs_from_flags()
-    final = train(
-        run_config,
-        agent,
-        agent_config,
-        network_config,
-        FLAGS.logdir,
-        strategy=make_strategy(FLAGS.strategy),
-        start_time=START_TIME,
-        agent_name=FLAGS.agent,
+    kwargs = dict(
+        strategy=make_strategy(FLAGS.strategy), start_time=START_TIME, agent_name=FLAGS.agent
     )
+    if hasattr(agent, "train"):  # agents that drive their own loop (A3C's worker threads)
+        final = agent.train(run_config, agent_config, network_config, FLAGS.logdir, **kwargs)
+    else:
+        final = train(run_config, agent, agent_config, network_config, FLAGS.logdir, **kwargs)
     print(json.dumps(final), flush=True)
 
 

@@ -18,7 +18,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_REGISTRY: dict[str, str] = {"impala": "tfagents_vtrace.agents.impala"}
+_REGISTRY: dict[str, str] = {
+    "impala": "tfagents_vtrace.agents.impala",
+    "a2c": "tfagents_vtrace.agents.a2c",
+    "a3c": "tfagents_vtrace.agents.a3c",
+}
 
 
 def register_agent(name: str, module_path: str) -> None:

@@ -95,3 +95,32 @@ def clip_and_check(
     if max_norm:
         grads, _ = tf.clip_by_global_norm(grads, float(max_norm), use_norm=norm)
     return grads, norm, finite
+
+
+def episode_targets(
+    batch: dict,
+    values: tf.Tensor,
+    discount: float,
+    reward_clipping: str,
+    reward_scale: float = 1.0,
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """``(rewards', discounts, mask)``, each ``[T, B]``, of a runtime unroll batch.
+
+    ``values`` ``[T+1, B]`` are the network's values on the T+1 observations. With the loss
+    mask ``m_t = 1 - reset_t`` (a reset step's action never reached an environment):
+
+        r'_t = clip(s * r_t) + gamma * truncated_t * sg(V(x_{t+1}))   (time-limit bootstrap)
+        d_t  = gamma * (1 - terminated_t) * (1 - truncated_t) * m_t
+
+    where ``x_{t+1}`` after a truncated step is the episode's final observation (NEXT_STEP
+    autoreset). No gradient flows through any output.
+    """
+    mask = 1.0 - tf.cast(batch["reset"][:-1], tf.float32)
+    terminated = tf.cast(batch["terminated"], tf.float32)
+    truncated = tf.cast(batch["truncated"], tf.float32)
+    gamma = float(discount)
+    rewards = tf.cast(batch["reward"], tf.float32) * float(reward_scale)
+    rewards = clip_rewards(rewards, reward_clipping)
+    rewards = rewards + gamma * truncated * tf.stop_gradient(values[1:])
+    discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
+    return rewards, discounts, mask

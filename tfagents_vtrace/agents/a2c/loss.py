@@ -30,25 +30,9 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
+from tfagents_vtrace.agents.common import episode_targets
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import returns, vtrace
-
-try:  # the masks / truncation bootstrap of the runtime's batch, shared with IMPALA
-    from tfagents_vtrace.agents.common import episode_targets
-except ImportError:  # pragma: no cover - until agents/common.py gains it (a2c_glue.md)
-    from tfagents_vtrace.agents import common as _common
-
-    def episode_targets(batch: dict, values: tf.Tensor, discount: float, reward_clipping: str):
-        """``(rewards', discounts, mask)``, each ``[T, B]`` (module docstring formulas)."""
-        mask = 1.0 - tf.cast(batch["reset"][:-1], tf.float32)
-        terminated = tf.cast(batch["terminated"], tf.float32)
-        truncated = tf.cast(batch["truncated"], tf.float32)
-        gamma = float(discount)
-        rewards = _common.clip_rewards(batch["reward"], reward_clipping)
-        rewards = rewards + gamma * truncated * tf.stop_gradient(values[1:])
-        discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
-        return rewards, discounts, mask
-
 
 METRIC_KEYS = (
     "loss",

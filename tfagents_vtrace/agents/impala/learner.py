@@ -92,14 +92,9 @@ def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
     out = network.unroll(inputs, tuple(batch["state"]))
     values = out.value  # [T+1, B]
     target = {k: v[:-1] for k, v in out.policy.items()}
-    mask = 1.0 - tf.cast(batch["reset"][:-1], tf.float32)
-    terminated = tf.cast(batch["terminated"], tf.float32)
-    truncated = tf.cast(batch["truncated"], tf.float32)
-    gamma = float(config.discount)
-    rewards = tf.cast(batch["reward"], tf.float32) * float(config.reward_scale)
-    rewards = common.clip_rewards(rewards, config.reward_clipping)
-    rewards = rewards + gamma * truncated * tf.stop_gradient(values[1:])
-    discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
+    rewards, discounts, mask = common.episode_targets(
+        batch, values, config.discount, config.reward_clipping, config.reward_scale
+    )
     target_lp, log_rhos, entropy = _policy_terms(network, target, batch["policy"], batch["action"])
     vt = vtrace.from_importance_weights(
         log_rhos=log_rhos,
