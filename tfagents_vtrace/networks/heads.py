@@ -22,6 +22,8 @@ import math
 import keras
 import tensorflow as tf
 
+from tfagents_vtrace.networks.torsos import track_layers
+
 
 def _softplus_inverse(x: float) -> float:
     return math.log(math.expm1(x))
@@ -138,6 +140,7 @@ class StochasticDuelingHead(keras.layers.Layer):
         super().__init__(**kw)
         self.value_head = ValueHead()
         self.adv_hidden = [_dense(h, 1.0, activation=activation) for h in hidden_sizes]
+        track_layers(self, "adv_hidden", self.adv_hidden)
         self.adv_out = _dense(1, 1.0)
 
     def advantage(self, features: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:

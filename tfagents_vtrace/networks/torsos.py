@@ -34,6 +34,19 @@ def preprocess_observation(observation: tf.Tensor, num_categories: int | None = 
     return tf.cast(observation, tf.float32)
 
 
+def track_layers(owner: keras.layers.Layer, prefix: str, layers) -> None:
+    """Also sets each layer of a (nested) list as an attribute ``{prefix}_{i}[_{j}]``.
+
+    Keras 3 tracks layers held in lists for ``weights``, but ``tf.train.Checkpoint`` follows
+    only attributes: without this, checkpoints silently skip list-held layers.
+    """
+    for i, layer in enumerate(layers):
+        if isinstance(layer, list | tuple):
+            track_layers(owner, f"{prefix}_{i}", layer)
+        else:
+            setattr(owner, f"{prefix}_{i}", layer)
+
+
 class MLPTorso(keras.layers.Layer):
     """Flatten, then dense layers: ``[N, *obs_shape] -> [N, hidden_sizes[-1]]``.
 
@@ -57,6 +70,7 @@ class MLPTorso(keras.layers.Layer):
             )
             for h in self.hidden_sizes
         ]
+        track_layers(self, "dense", self.dense_layers)
 
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call
@@ -82,6 +96,7 @@ class NatureCNN(keras.layers.Layer):
             keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
             keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
         ]
+        track_layers(self, "conv", self.convs)
         self.flatten = keras.layers.Flatten()
         self.dense = keras.layers.Dense(dense_size, activation="relu")
 
@@ -126,6 +141,8 @@ class ImpalaResNet(keras.layers.Layer):
             keras.layers.MaxPooling2D(pool_size=3, strides=2, padding="same") for _ in channels
         ]
         self.stage_blocks = [[_ResidualBlock(ch), _ResidualBlock(ch)] for ch in channels]
+        track_layers(self, "stage_conv", self.stage_convs)
+        track_layers(self, "stage_block", self.stage_blocks)
         self.flatten = keras.layers.Flatten()
         self.dense = keras.layers.Dense(dense_size, activation="relu")
 
