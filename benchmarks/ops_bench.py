@@ -148,6 +148,13 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--threads", type=int, default=0, help="TF intra/inter-op threads (0: TF's default)"
     )
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=10,
+        help="back-to-back calls per timed sample (the mean is one sample); columns still "
+        "alternate every sample. 1 times each call cold, right after another column ran",
+    )
     args = parser.parse_args(argv)
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -158,14 +165,14 @@ def main(argv=None) -> None:
         f"tensorflow {tf.__version__}, threads {threads}, {samples} interleaved samples per column"
     )
     print(f"load average before: {os.getloadavg()[0]:.2f}; times are medians in ms per call")
+    print(f"each sample: {1 if args.quick else args.calls} back-to-back calls of one column")
     header = (
         "(T, B)      | (a) ref scan | (b) ours | (c) ours XLA | (d) rlax | (e) floor "
         "| a/b   | a/c   | d/c"
     )
     rows = []
     for t, b in SIZES:
-        calls = max(1, 20_000 // (t * b)) if not args.quick else 1
-        med = bench_size(t, b, samples, min(calls, 20))
+        med = bench_size(t, b, samples, 1 if args.quick else args.calls)
         d = med.get("d")
         d_ms = f"{d * 1e3:8.3f}" if d is not None else "       -"
         d_c = f"{d / med['c']:5.2f}" if d is not None else "    -"
