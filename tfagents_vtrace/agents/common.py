@@ -9,6 +9,7 @@ training, and rewards clipped to [-1, 1] ("abs_one") or squashed asymmetrically
 from __future__ import annotations
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 REWARD_CLIPPING = ("none", "abs_one", "soft_asymmetric")
@@ -124,3 +125,67 @@ def episode_targets(
     rewards = rewards + gamma * truncated * tf.stop_gradient(values[1:])
     discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
     return rewards, discounts, mask
+
+
+def apply_if_finite(
+    optimizer,
+    grads: list[tf.Tensor],
+    variables: list[tf.Variable],
+    loss: tf.Tensor,
+    max_grad_norm: float | None,
+    nonfinite_streak: tf.Variable,
+    skipped_updates: tf.Variable,
+) -> dict[str, tf.Tensor]:
+    """Clips ``grads`` by global norm and applies them unless the loss or a gradient is
+    NaN/inf, in which case the update is skipped and counted.
+
+    ``nonfinite_streak`` (reset to 0 by an applied update) and ``skipped_updates`` are int
+    variables the caller checkpoints. Returns the metrics ``grad_norm``, ``skipped`` (1.0 when
+    skipped), ``nonfinite_streak`` and ``learning_rate``. Call in cross-replica context.
+    """
+    grads, norm, finite = clip_and_check(grads, max_grad_norm)
+    finite = tf.logical_and(finite, tf.math.is_finite(loss))
+
+    def apply():
+        optimizer.apply(grads, variables)
+        nonfinite_streak.assign(0)
+        return tf.constant(0.0)
+
+    def skip():
+        nonfinite_streak.assign_add(1)
+        skipped_updates.assign_add(1)
+        return tf.constant(1.0)
+
+    skipped = tf.cond(finite, apply, skip)
+    return {
+        "grad_norm": norm,
+        "skipped": skipped,
+        "nonfinite_streak": tf.cast(nonfinite_streak, tf.float32),
+        "learning_rate": tf.cast(optimizer.learning_rate, tf.float32),
+    }
+
+
+def distribute_batch(strategy: tf.distribute.Strategy, batch: dict):
+    """Splits a numpy unroll batch over the strategy's replicas along B.
+
+    Every entry is ``[T(+1), B, ...]`` (split on axis 1) except ``batch["state"]``, a tuple of
+    ``[B, ...]`` arrays (split on axis 0). Raises ValueError when B is not divisible by the
+    number of replicas.
+    """
+    n = strategy.num_replicas_in_sync
+    b = int(np.shape(batch["reward"])[1])
+    if b % n:
+        raise ValueError(f"batch: B={b} must be divisible by the {n} replicas")
+    k = b // n
+
+    def part(ctx):
+        lo = ctx.replica_id_in_sync_group * k
+        out = {
+            key: tf.nest.map_structure(lambda x: x[:, lo : lo + k], val)
+            for key, val in batch.items()
+            if key != "state"
+        }
+        out["state"] = tuple(x[lo : lo + k] for x in batch["state"])
+        return out
+
+    return strategy.experimental_distribute_values_from_function(part)

@@ -124,30 +124,20 @@ class A2CLearner:
 
     def _apply(self, grads, metrics: dict, entropy_coef: tf.Tensor) -> dict:
         """Clips, checks finiteness, applies (or skips) in cross-replica context."""
-        variables = self.network.trainable_variables
-        grads, norm, finite = common.clip_and_check(grads, self.config.max_grad_norm)
-        finite = tf.logical_and(finite, tf.math.is_finite(metrics["loss"]))
-
-        def apply():
-            self.optimizer.apply(grads, variables)
-            self.nonfinite_streak.assign(0)
-            return tf.constant(0.0)
-
-        def skip():
-            self.nonfinite_streak.assign_add(1)
-            self.skipped_updates.assign_add(1)
-            return tf.constant(1.0)
-
-        skipped = tf.cond(finite, apply, skip)
-        self.updates.assign_add(1)
         metrics = dict(metrics)
         metrics.update(
-            grad_norm=norm,
-            skipped=skipped,
-            entropy_coef=entropy_coef,
-            nonfinite_streak=tf.cast(self.nonfinite_streak, tf.float32),
-            learning_rate=tf.cast(self.optimizer.learning_rate, tf.float32),
+            common.apply_if_finite(
+                self.optimizer,
+                grads,
+                self.network.trainable_variables,
+                metrics["loss"],
+                self.config.max_grad_norm,
+                self.nonfinite_streak,
+                self.skipped_updates,
+            )
         )
+        self.updates.assign_add(1)
+        metrics["entropy_coef"] = entropy_coef
         return metrics
 
     def _single_replica_step(self, batch: dict) -> dict:
@@ -164,21 +154,5 @@ class A2CLearner:
         return self._apply(grads, metrics, entropy_coef)
 
     def _distribute(self, batch: dict):
-        """Splits the numpy batch along B (axis 1; axis 0 for the state) over the replicas."""
-        n = self.num_replicas
-        b = int(np.shape(batch["reward"])[1])
-        if b % n:
-            raise ValueError(f"batch: B={b} must be divisible by the {n} replicas")
-        k = b // n
-
-        def part(ctx):
-            lo = ctx.replica_id_in_sync_group * k
-            out = {
-                key: tf.nest.map_structure(lambda x: x[:, lo : lo + k], val)
-                for key, val in batch.items()
-                if key != "state"
-            }
-            out["state"] = tuple(s[lo : lo + k] for s in batch["state"])
-            return out
-
-        return self.strategy.experimental_distribute_values_from_function(part)
+        """Splits the numpy batch along B over the replicas (common.distribute_batch)."""
+        return common.distribute_batch(self.strategy, batch)

@@ -238,27 +238,17 @@ class ImpalaLearner:
 
         Returns the metrics stacked in sorted-key order (names kept in ``_metric_names``).
         """
-        variables = self.network.trainable_variables
-        grads, norm, finite = common.clip_and_check(grads, self.config.max_grad_norm)
-        finite = tf.logical_and(finite, tf.math.is_finite(metrics["loss"]))
-
-        def apply():
-            self.optimizer.apply(grads, variables)
-            self.nonfinite_streak.assign(0)
-            return tf.constant(0.0)
-
-        def skip():
-            self.nonfinite_streak.assign_add(1)
-            self.skipped_updates.assign_add(1)
-            return tf.constant(1.0)
-
-        skipped = tf.cond(finite, apply, skip)
         metrics = dict(metrics)
         metrics.update(
-            grad_norm=norm,
-            skipped=skipped,
-            nonfinite_streak=tf.cast(self.nonfinite_streak, tf.float32),
-            learning_rate=tf.cast(self.optimizer.learning_rate, tf.float32),
+            common.apply_if_finite(
+                self.optimizer,
+                grads,
+                self.network.trainable_variables,
+                metrics["loss"],
+                self.config.max_grad_norm,
+                self.nonfinite_streak,
+                self.skipped_updates,
+            )
         )
         self._metric_names = sorted(metrics)
         return tf.stack([tf.cast(metrics[k], tf.float32) for k in self._metric_names])
@@ -275,22 +265,5 @@ class ImpalaLearner:
         return self._apply(grads, metrics)
 
     def _distribute(self, batch: dict):
-        """Splits the numpy batch along B (axis 1, axis 0 for the state) over the replicas."""
-        n = self.num_replicas
-        b = int(np.shape(batch["reward"])[1])
-        if b % n:
-            raise ValueError(f"batch: B={b} must be divisible by the {n} replicas")
-        k = b // n
-
-        def part(ctx):
-            i = ctx.replica_id_in_sync_group
-            sl = lambda x, axis: x[:, i * k : (i + 1) * k] if axis else x[i * k : (i + 1) * k]
-            out = {
-                key: tf.nest.map_structure(lambda x: sl(x, 1), val)
-                for key, val in batch.items()
-                if key != "state"
-            }
-            out["state"] = tuple(sl(s, 0) for s in batch["state"])
-            return out
-
-        return self.strategy.experimental_distribute_values_from_function(part)
+        """Splits the numpy batch along B over the replicas (common.distribute_batch)."""
+        return common.distribute_batch(self.strategy, batch)
