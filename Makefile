@@ -26,6 +26,8 @@ install-test: $(VENV)/.installed-test
 RUN ?= runs/impala_cartpole
 train: install
 	$(PY) -m experiments.train --flagfile=experiments/configs/impala_cartpole.cfg --logdir=$(RUN)
+	@echo "Policy exported to $(RUN)/policy (SavedModel). Evaluate it with:"
+	@echo "  $(PY) -m experiments.evaluate --policy=$(RUN)/policy --env=CartPole-v1 --episodes=20"
 
 lint: install-test
 	$(VENV)/bin/ruff check .
