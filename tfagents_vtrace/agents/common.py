@@ -189,3 +189,23 @@ def distribute_batch(strategy: tf.distribute.Strategy, batch: dict):
         return out
 
     return strategy.experimental_distribute_values_from_function(part)
+
+
+def optimizer_from_config(config, total_updates: int | None):
+    """The optimizer an agent config asks for (RMSProp or Adam) with its lr schedule.
+
+    ``config`` has the fields ``learning_rate``, ``lr_decay``, ``optimizer``,
+    ``rmsprop_decay``, ``rmsprop_momentum``, ``rmsprop_epsilon``, ``adam_beta1``,
+    ``adam_beta2`` and ``adam_epsilon`` (ImpalaConfig, A2CConfig and A3CConfig do).
+    """
+    lr = make_learning_rate(config.learning_rate, config.lr_decay, total_updates)
+    return make_optimizer(
+        config.optimizer,
+        lr,
+        rmsprop_decay=config.rmsprop_decay,
+        rmsprop_momentum=config.rmsprop_momentum,
+        rmsprop_epsilon=config.rmsprop_epsilon,
+        adam_beta1=config.adam_beta1,
+        adam_beta2=config.adam_beta2,
+        adam_epsilon=config.adam_epsilon,
+    )

@@ -6,7 +6,7 @@ looks up. The loss module is shared with A3C (:mod:`tfagents_vtrace.agents.a3c`)
 """
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
-from tfagents_vtrace.agents.a2c.learner import A2CLearner, make_optimizer
+from tfagents_vtrace.agents.a2c.learner import A2CLearner
 from tfagents_vtrace.agents.a2c.loss import METRIC_KEYS, a2c_loss, entropy_coefficient
 
 Config = A2CConfig
@@ -20,5 +20,4 @@ __all__ = [
     "Learner",
     "a2c_loss",
     "entropy_coefficient",
-    "make_optimizer",
 ]

@@ -23,21 +23,6 @@ from tfagents_vtrace.agents.a2c.config import A2CConfig
 from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
 
 
-def make_optimizer(config: A2CConfig, total_updates: int | None):
-    """The config's optimizer (RMSProp or Adam) with its learning-rate schedule."""
-    lr = common.make_learning_rate(config.learning_rate, config.lr_decay, total_updates)
-    return common.make_optimizer(
-        config.optimizer,
-        lr,
-        rmsprop_decay=config.rmsprop_decay,
-        rmsprop_momentum=config.rmsprop_momentum,
-        rmsprop_epsilon=config.rmsprop_epsilon,
-        adam_beta1=config.adam_beta1,
-        adam_beta2=config.adam_beta2,
-        adam_epsilon=config.adam_epsilon,
-    )
-
-
 class A2CLearner:
     """Owns the network and optimizer; ``train_step(batch)`` runs one compiled update.
 
@@ -67,7 +52,7 @@ class A2CLearner:
         self.num_replicas = int(self.strategy.num_replicas_in_sync)
         with self.strategy.scope():
             self.network = network_factory()
-            self.optimizer = make_optimizer(config, total_updates)
+            self.optimizer = common.optimizer_from_config(config, total_updates)
             self.optimizer.build(self.network.trainable_variables)
             self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
             self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -91,7 +76,8 @@ class A2CLearner:
             out = self._single_step(batch)
         else:
             out = self._dist_step(self._distribute(batch))
-        return {k: float(v) for k, v in out.items()}
+        # One device-to-host copy for all metrics (keys sorted, as stacked in _apply).
+        return dict(zip(self._metric_names, out.numpy().tolist()))
 
     def get_weights(self) -> list[np.ndarray]:
         """The network weights as numpy arrays (for actors)."""
@@ -122,8 +108,11 @@ class A2CLearner:
             loss, metrics = a2c_loss(self.network, self.config, batch, entropy_coef, scale)
         return tape.gradient(loss, variables), metrics
 
-    def _apply(self, grads, metrics: dict, entropy_coef: tf.Tensor) -> dict:
-        """Clips, checks finiteness, applies (or skips) in cross-replica context."""
+    def _apply(self, grads, metrics: dict, entropy_coef: tf.Tensor) -> tf.Tensor:
+        """Clips, checks finiteness, applies (or skips) in cross-replica context.
+
+        Returns the metrics stacked in sorted-key order (names kept in ``_metric_names``).
+        """
         metrics = dict(metrics)
         metrics.update(
             common.apply_if_finite(
@@ -138,14 +127,15 @@ class A2CLearner:
         )
         self.updates.assign_add(1)
         metrics["entropy_coef"] = entropy_coef
-        return metrics
+        self._metric_names = sorted(metrics)
+        return tf.stack([tf.cast(metrics[k], tf.float32) for k in self._metric_names])
 
-    def _single_replica_step(self, batch: dict) -> dict:
+    def _single_replica_step(self, batch: dict) -> tf.Tensor:
         entropy_coef = self._entropy_coef()
         grads, metrics = self._grads(batch, entropy_coef)
         return self._apply(grads, metrics, entropy_coef)
 
-    def _distributed_step(self, batch) -> dict:
+    def _distributed_step(self, batch) -> tf.Tensor:
         entropy_coef = self._entropy_coef()
         grads, metrics = self.strategy.run(self._grads, args=(batch, entropy_coef))
         reduce = lambda x: self.strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)

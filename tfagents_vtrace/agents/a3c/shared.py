@@ -20,7 +20,6 @@ import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.agents import common
-from tfagents_vtrace.agents.a2c.learner import make_optimizer
 from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 
@@ -118,7 +117,7 @@ class A3CLearner:
         self.config = config
         self.total_steps = total_steps
         self.network = network_factory()
-        self.optimizer = make_optimizer(config, total_updates)
+        self.optimizer = common.optimizer_from_config(config, total_updates)
         self.shared = SharedOptimizer(
             self.network.trainable_variables, self.optimizer, record_order=record_order
         )

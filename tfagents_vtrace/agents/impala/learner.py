@@ -161,17 +161,7 @@ class ImpalaLearner:
         self.num_replicas = int(self.strategy.num_replicas_in_sync)
         with self.strategy.scope():
             self.network = network_factory()
-            lr = common.make_learning_rate(config.learning_rate, config.lr_decay, total_updates)
-            self.optimizer = common.make_optimizer(
-                config.optimizer,
-                lr,
-                rmsprop_decay=config.rmsprop_decay,
-                rmsprop_momentum=config.rmsprop_momentum,
-                rmsprop_epsilon=config.rmsprop_epsilon,
-                adam_beta1=config.adam_beta1,
-                adam_beta2=config.adam_beta2,
-                adam_epsilon=config.adam_epsilon,
-            )
+            self.optimizer = common.optimizer_from_config(config, total_updates)
             self.optimizer.build(self.network.trainable_variables)
             self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
             self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
