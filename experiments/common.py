@@ -90,6 +90,11 @@ def define_train_flags() -> None:
     flags.DEFINE_bool("use_prev_action", False, "Feed the previous action to the core.")
     flags.DEFINE_bool("use_prev_reward", False, "Feed the previous reward to the core.")
     flags.DEFINE_bool("use_time_step", False, "Feed the episode time step to the core.")
+    # Agents with many flags of their own declare them in their own module.
+    from experiments import flags_acer, flags_taac
+
+    flags_acer.define_flags()
+    flags_taac.define_flags()
 
 
 def dataclass_from_flags(cls, **overrides):
@@ -126,6 +131,8 @@ def configs_from_flags():
         use_prev_reward=FLAGS.use_prev_reward,
         use_time_step=FLAGS.use_time_step,
     )
+    if hasattr(agent, "network_config_for"):  # e.g. ACER adds its Q head
+        network_config = agent.network_config_for(network_config, agent_config, FLAGS.env)
     run_config = RunConfig(
         env_id=FLAGS.env,
         seed=FLAGS.seed,

@@ -4,6 +4,10 @@ An agent module (e.g. :mod:`tfagents_vtrace.agents.impala`) exposes
 
 * ``Config``: a frozen dataclass of the agent's hyperparameters, validated in
   ``__post_init__`` (a bad value raises ``ValueError`` naming the field);
+* optionally ``network_config_for(network_config, agent_config, env_id) -> NetworkConfig``:
+  adjusts the flags' network config to what the agent needs (e.g. ACER adds a Q head);
+* optionally ``train(run_config, agent_config, network_config, logdir, **kwargs) -> dict``:
+  the agent drives its own loop (A3C's threads, ACER's replay, TAAC's per-step updates);
 * ``Learner``: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with
   ``network``, ``optimizer``, ``train_step(batch) -> dict[str, float]``,
   ``get_weights() -> list[np.ndarray]`` and ``checkpoint_items() -> dict`` (trackables).
@@ -22,6 +26,8 @@ _REGISTRY: dict[str, str] = {
     "impala": "tfagents_vtrace.agents.impala",
     "a2c": "tfagents_vtrace.agents.a2c",
     "a3c": "tfagents_vtrace.agents.a3c",
+    "acer": "tfagents_vtrace.agents.acer",
+    "taac": "tfagents_vtrace.agents.taac",
 }
 
 
