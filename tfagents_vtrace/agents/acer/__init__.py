@@ -1,0 +1,51 @@
+"""ACER: actor-critic with experience replay, truncated importance sampling with bias
+correction, Retrace and an efficient trust region (Wang et al. 2016,
+https://arxiv.org/abs/1611.01224), discrete and continuous actions.
+
+Registry names: ``Config``, ``Learner``, ``network_config_for`` (adds the Q head the action
+space needs) and ``train`` (ACER drives its own loop: on-policy unrolls + episodic replay,
+synchronous by default, asynchronous worker threads with ``num_workers``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tfagents_vtrace.agents.acer.config import AcerConfig
+from tfagents_vtrace.agents.acer.learner import AcerLearner
+from tfagents_vtrace.agents.acer.loss import acer_loss, project_policy_loss
+from tfagents_vtrace.agents.acer.train import AcerTrainer, AcerWorker, train
+
+Config = AcerConfig
+Learner = AcerLearner
+
+
+def network_config_for(network_config, agent_config: AcerConfig, env_id: str):
+    """``network_config`` with ``q_head="discrete"`` for a Discrete action space and
+    ``"stochastic_dueling"`` for a Box one (one throwaway env is made to read the space)."""
+    import gymnasium as gym
+
+    from tfagents_vtrace.envs import make_env
+
+    del agent_config
+    env = make_env(env_id)
+    try:
+        discrete = isinstance(env.action_space, gym.spaces.Discrete)
+    finally:
+        env.close()
+    head = "discrete" if discrete else "stochastic_dueling"
+    return dataclasses.replace(network_config, q_head=head)
+
+
+__all__ = [
+    "AcerConfig",
+    "AcerLearner",
+    "AcerTrainer",
+    "AcerWorker",
+    "Config",
+    "Learner",
+    "acer_loss",
+    "network_config_for",
+    "project_policy_loss",
+    "train",
+]
