@@ -12,6 +12,7 @@ START_TIME = time.time()  # before the heavy imports: wall_time counts what a us
 
 import json  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -24,8 +25,25 @@ common.define_train_flags()
 flags.mark_flag_as_required("logdir")
 
 
+def _import_tensorflow() -> None:
+    """Imports TensorFlow with matplotlib hidden: Keras imports ``matplotlib.pyplot`` at import
+    time when it is installed (for an image-gallery helper training never calls), which costs
+    about 0.6 s of every run's start on the 2-core reference machine. Later imports of
+    matplotlib in this process work as usual."""
+    hidden = [name for name in ("matplotlib", "matplotlib.pyplot") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # makes `import matplotlib...` raise ImportError
+    try:
+        import tensorflow  # noqa: F401
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
 def main(argv) -> None:
     del argv
+    _import_tensorflow()
     if FLAGS.num_cpu_devices:
         from tfagents_vtrace.runtime.strategy import configure_cpu_devices
 
