@@ -27,7 +27,9 @@ def define_train_flags() -> None:
         ["default", "mirrored", "multi_worker"],
         "tf.distribute strategy of the learner.",
     )
-    flags.DEFINE_enum("backend", "local", ["local", "ray"], "Actor backend (ray: not yet).")
+    flags.DEFINE_enum("backend", "local", ["local", "ray"], "Actors: local threads or Ray actors.")
+    flags.DEFINE_string("ray_address", None, "Ray cluster to join (auto, HOST:6379); None: local.")
+    flags.DEFINE_float("ray_actor_cpus", 1.0, "CPUs each Ray actor reserves (--backend=ray).")
     flags.DEFINE_integer("eval_every", 0, "Greedy evaluation every N env steps (0: at the end).")
     flags.DEFINE_integer("eval_episodes", 20, "Episodes per greedy evaluation.")
     flags.DEFINE_float("stop_return", None, "Stop at the first evaluation reaching this return.")
@@ -150,6 +152,8 @@ def configs_from_flags():
         checkpoint_every_s=FLAGS.checkpoint_every_s,
         log_every_s=FLAGS.log_every_s,
         backend=FLAGS.backend,
+        ray_address=FLAGS.ray_address,
+        ray_actor_cpus=FLAGS.ray_actor_cpus,
         export_policy=FLAGS.export,
     )
     return agent, agent_config, network_config, run_config

@@ -50,7 +50,13 @@ class RunConfig:
     log_every_s: float = 5.0
     """Seconds between metrics rows / progress lines."""
     backend: str = "local"
-    """"local" (actor threads) or "ray" (not implemented yet)."""
+    """"local" (actor threads) or "ray" (``num_actors`` Ray actor processes, each building
+    its own network and vector env; see :mod:`tfagents_vtrace.runtime.ray_backend`)."""
+    ray_address: str | None = None
+    """backend="ray": cluster to join ("auto", "HOST:6379", "ray://HOST:10001"); None starts
+    a local Ray with max(cpu_count, ceil(num_actors * ray_actor_cpus)) CPUs."""
+    ray_actor_cpus: float = 1.0
+    """backend="ray": CPUs each Ray actor reserves (e.g. 0.5 packs two actors per core)."""
     export_policy: bool = True
     """Write DIR/policy (SavedModel) at the end."""
 
@@ -72,6 +78,16 @@ class RunConfig:
             )
         if self.backend not in BACKENDS:
             raise ValueError(f"backend: expected one of {BACKENDS}, received {self.backend!r}")
+        if self.ray_address is not None and not (
+            isinstance(self.ray_address, str) and self.ray_address
+        ):
+            raise ValueError(
+                f"ray_address: expected None or a non-empty str, received {self.ray_address!r}"
+            )
+        if not (isinstance(self.ray_actor_cpus, int | float) and self.ray_actor_cpus > 0):
+            raise ValueError(
+                f"ray_actor_cpus: expected a number > 0, received {self.ray_actor_cpus!r}"
+            )
         if self.stop_return is not None and not (
             isinstance(self.stop_return, int | float) and math.isfinite(self.stop_return)
         ):

@@ -103,11 +103,10 @@ class Trainer:
         env_factory=None,
         agent_name: str = "impala",
     ):
-        if run.backend == "ray":
-            raise NotImplementedError(
-                "backend='ray' is not implemented yet: actors are picklable (ActorSpec + numpy "
-                "nests) but no Ray host exists; use backend='local'"
-            )
+        if run.backend == "ray":  # ImportError without Ray, ValueError for num_actors=0
+            from tfagents_vtrace.runtime import ray_backend
+
+            ray_backend.check_run_config(run)
         self.run_config, self.logdir = run, logdir
         self.start_time = time.time() if start_time is None else start_time
         self._env_factory = env_factory
@@ -201,8 +200,14 @@ class Trainer:
                 unrolls,
                 stop,
             )
-            for i in range(run.num_actors)
+            for i in range(run.num_actors if run.backend == "local" else 0)
         ]
+        if run.backend == "ray":  # one driver thread for all Ray actors, same queue and store
+            from tfagents_vtrace.runtime.ray_backend import RayActorPool
+
+            threads = [
+                RayActorPool.from_run(run, self.spec, store, unrolls, stop, self._env_factory)
+            ]
         # num_actors=0: one actor stepped inline by the learner thread (no threads, no lag).
         self._inline = (
             None

@@ -1,0 +1,126 @@
+"""The Ray actor backend: real CartPole training with Ray actor processes, env failures,
+clean shutdown. Skipped when Ray is not installed (``pip install .[ray]``)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.runtime.test_actor import FailingVectorEnv, short_cartpole
+from tfagents_vtrace.agents import get_agent
+from tfagents_vtrace.networks import NetworkConfig
+from tfagents_vtrace.runtime import ray_backend
+from tfagents_vtrace.runtime.config import RunConfig
+from tfagents_vtrace.runtime.loop import Trainer
+
+try:
+    import ray
+except ImportError:
+    ray = None
+
+AGENT = get_agent("impala")
+NET = NetworkConfig(hidden_sizes=(16,))
+requires_ray = pytest.mark.skipif(ray is None, reason="ray is not installed (pip install .[ray])")
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    if ray is None:
+        pytest.skip("ray is not installed (pip install .[ray])")
+    """One local Ray for the module (its workers start in this directory, so ``tests`` is
+    importable by the actors that unpickle the test's env factory)."""
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture
+def pools(monkeypatch):
+    """Records every RayActorPool the Trainer starts (to probe its actors afterwards)."""
+    started = []
+    original = ray_backend.RayActorPool.start
+
+    def start(self):
+        started.append(self)
+        original(self)
+
+    monkeypatch.setattr(ray_backend.RayActorPool, "start", start)
+    return started
+
+
+def _run(total_steps, num_actors, **kw):
+    return RunConfig(total_steps=total_steps, num_envs=8, unroll_length=8, eval_episodes=2,
+                     export_policy=False, backend="ray", num_actors=num_actors,
+                     log_every_s=0.05, **kw)  # fmt: skip
+
+
+def _rows(logdir):
+    with open(os.path.join(logdir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def _assert_actors_dead(pool):
+    for handle in pool.handles:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(handle.pid.remote(), timeout=30)
+    deadline = time.monotonic() + 10  # killed actors give their CPUs back
+    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ray.available_resources().get("CPU", 0) == 2
+
+
+def test_cartpole_training_with_two_ray_actors(tmp_path, ray_session, pools):
+    trainer = Trainer(_run(6144, 2), AGENT, AGENT.Config(), NET, str(tmp_path))
+    final = trainer.run()
+    assert final["step"] >= 6144 and final["updates"] == 6144 // 64
+    assert final["episodes"] > 0 and final["eval_return"] > 0
+    assert set(trainer.stats.restarts) == {0, 1}, "unrolls must come from both Ray actors"
+    rows = _rows(str(tmp_path))
+    steps = [row["step"] for row in rows]
+    assert steps == sorted(set(steps)) and steps[-1] == final["step"]
+    lags = [row["policy_lag"] for row in rows]
+    assert all(lag >= 0 for lag in lags)
+    # Two actors racing one learner through a queue of 2: some unrolls are behind.
+    assert max(lags) > 0
+    (pool,) = pools
+    assert pool.error is None and not pool.is_alive()
+    _assert_actors_dead(pool)
+
+
+def test_ray_actor_whose_env_raises_is_recreated(tmp_path, ray_session, pools):
+    # The factory is unpickled in the actor process: its env raises on every 40th step there.
+    factory = lambda n, seed: FailingVectorEnv(short_cartpole(n, seed, 50), every=40)
+    trainer = Trainer(_run(2048, 1), AGENT, AGENT.Config(), NET, str(tmp_path),
+                      env_factory=factory)  # fmt: skip
+    final = trainer.run()
+    assert final["step"] >= 2048
+    assert final["env_restarts"] >= 2  # 32 unrolls x 8 steps, plus the dropped partial ones
+    assert _rows(str(tmp_path))[-1]["env_restarts"] == final["env_restarts"]
+    _assert_actors_dead(pools[0])
+
+
+@requires_ray
+def test_ray_backend_needs_an_actor():
+    with pytest.raises(ValueError, match="num_actors"):
+        ray_backend.check_run_config(_run(64, 0))
+
+
+def test_importing_the_runtime_does_not_import_ray_and_missing_ray_says_how_to_install():
+    code = (
+        "import sys\n"
+        "import tfagents_vtrace.runtime.ray_backend as rb\n"
+        "assert 'ray' not in sys.modules, 'importing the backend imported ray'\n"
+        "sys.modules['ray'] = None  # as if it were not installed\n"
+        "try:\n"
+        "    rb.import_ray()\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install .[ray]" in out.stdout

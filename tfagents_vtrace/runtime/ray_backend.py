@@ -1,0 +1,292 @@
+"""Ray backend: IMPALA actors hosted by Ray actor processes, feeding the learner's queue.
+
+IMPALA (Espeholt et al. 2018, https://arxiv.org/abs/1802.01561) decouples acting from
+learning: many actors, possibly on other machines, step environments with a stale copy of
+the policy and ship unrolls to one learner; V-trace corrects the lag. This module hosts the
+same :class:`~tfagents_vtrace.runtime.actor.Actor` the local backend runs in threads, one per
+Ray actor process (:class:`ActorHost`): each builds its own network and vector environment
+from the picklable :class:`~tfagents_vtrace.runtime.actor.ActorSpec` (actor id ``i`` gives
+it its own seeds), and exchanges numpy nests only.
+
+On the learner side :class:`RayActorPool` is a driver thread with the interface of
+``ActorThread`` (``start``, ``join``, ``is_alive``, ``error``), so the training loop is
+unchanged:
+
+* it keeps one ``unroll()`` call in flight per Ray actor, ``ray.wait``\\ s on them and puts
+  each ``(unroll, info)`` result into the same bounded queue the local backend uses (a full
+  queue holds the next call back, as a blocked actor thread would);
+* weights go by version: when the learner has published a newer version since the last
+  broadcast, the pool ``ray.put``\\ s it once and passes the reference (wrapped in a list,
+  so Ray does not resolve it) with the next calls; an actor fetches the object only when its
+  own version is older;
+* an environment that raises is recreated inside the actor (``env_restarts`` arrives in
+  ``info`` as with threads); a Ray actor process that dies is replaced (up to
+  ``max_actor_restarts`` times per actor id, each counted as an env restart); an exception
+  raised by the actor code itself is fatal and reported through ``error``;
+* on stop (end of training or any exception in the learner) every Ray actor is killed, and
+  Ray is shut down if the pool started it.
+
+Ray is imported lazily: importing :mod:`tfagents_vtrace` never imports it, and using the
+backend without Ray installed raises ``ImportError`` saying ``pip install .[ray]``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import os
+import queue
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+RAY_MISSING = (
+    "backend='ray' needs Ray, which is not installed: pip install .[ray] "
+    "(or pip install 'ray[default]==2.60.0')"
+)
+
+
+def import_ray():
+    """Returns the ``ray`` module; raises ``ImportError`` with install instructions if absent."""
+    try:
+        import ray
+    except ImportError as error:
+        raise ImportError(RAY_MISSING) from error
+    return ray
+
+
+def check_run_config(run) -> None:
+    """Fails early (in ``Trainer.__init__``) if ``run`` cannot use the Ray backend.
+
+    Raises:
+      ImportError: Ray is not installed.
+      ValueError: ``num_actors`` is 0 (the inline actor has no Ray form).
+    """
+    import_ray()
+    if run.num_actors < 1:
+        raise ValueError(
+            f"num_actors: backend='ray' expects >= 1 Ray actor, received {run.num_actors}"
+        )
+
+
+def _vector_env(env_factory: Callable, num_envs: int, seed: int):
+    """``seed -> env_factory(num_envs, seed)`` as a picklable partial (no closure over the
+    Trainer, which holds TensorFlow state)."""
+    return env_factory(num_envs, seed)
+
+
+class ActorHost:
+    """The body of one Ray actor: an :class:`Actor` built inside the actor's own process.
+
+    Args:
+      spec: the picklable ``ActorSpec``.
+      actor_id: seeds and identifies the actor (``info["actor_id"]``).
+      env_factory: optional picklable ``seed -> VectorEnv``.
+      env_restarts: restart count to continue from (a replaced actor keeps its count).
+      tf_threads: TensorFlow intra/inter-op threads in this process.
+    """
+
+    def __init__(self, spec, actor_id: int, env_factory=None, env_restarts: int = 0,
+                 tf_threads: int = 1):  # fmt: skip
+        import tensorflow as tf
+
+        try:  # before TensorFlow runs anything in this process
+            tf.config.threading.set_intra_op_parallelism_threads(tf_threads)
+            tf.config.threading.set_inter_op_parallelism_threads(tf_threads)
+        except RuntimeError:
+            pass
+        import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
+        from tfagents_vtrace.runtime.actor import Actor
+
+        self.actor = Actor(spec, actor_id, None, env_factory=env_factory)
+        self.actor.env_restarts = int(env_restarts)
+
+    def unroll(self, version: int, weights_ref: list) -> tuple[dict, dict] | None:
+        """Loads weights ``version`` if newer than the actor's, then runs one unroll.
+
+        ``weights_ref`` is ``[ObjectRef]`` of the weights list (fetched only when stale).
+        Returns ``(unroll, info)``, or None when the environment raised and was recreated.
+        """
+        if version > self.actor.weights_version:
+            import ray
+
+            self.actor.set_weights(version, ray.get(weights_ref[0]))
+        return self.actor.unroll()
+
+    def pid(self) -> int:
+        """The process id (tests use it to tell actors apart and to probe liveness)."""
+        return os.getpid()
+
+
+class RayActorPool(threading.Thread):
+    """``num_actors`` Ray actors driven by one learner-side thread (see module docstring).
+
+    Args:
+      spec: the ``ActorSpec`` every actor is built from.
+      num_actors: Ray actors (actor ids ``0 .. num_actors - 1``).
+      store: the learner's ``WeightStore`` (``version`` + weights list).
+      out: the bounded queue of ``(unroll, info)`` the learner consumes.
+      stop: set by the learner to end the pool.
+      env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
+      address: Ray cluster to connect to (``"auto"``, ``"HOST:6379"``, ``"ray://..."``);
+        None starts a local Ray with ``max(cpu_count, ceil(num_actors * actor_cpus))`` CPUs.
+        Ignored if Ray is already initialised in this process.
+      actor_cpus: CPUs each Ray actor reserves (fractions pack several actors on a core).
+      max_actor_restarts: replacements of a dead actor process per actor id.
+      start_timeout_s: how long :meth:`start` waits for every actor to be built.
+    """
+
+    def __init__(self, spec, num_actors: int, store, out: queue.Queue, stop: threading.Event,
+                 *, env_factory=None, address: str | None = None, actor_cpus: float = 1.0,
+                 max_actor_restarts: int = 3, start_timeout_s: float = 600.0):  # fmt: skip
+        super().__init__(name="ray-actors", daemon=True)
+        if num_actors < 1:
+            raise ValueError(f"num_actors: expected >= 1, received {num_actors}")
+        self.spec, self.num_actors = spec, int(num_actors)
+        self.store, self.out, self.stop = store, out, stop
+        self._env_factory = (
+            None
+            if env_factory is None
+            else functools.partial(_vector_env, env_factory, spec.num_envs)
+        )
+        self.address, self.actor_cpus = address, float(actor_cpus)
+        self.max_actor_restarts = int(max_actor_restarts)
+        self.start_timeout_s = float(start_timeout_s)
+        self.error: BaseException | None = None
+        self.handles: list = []
+        self.actor_restarts = [0] * self.num_actors
+        self._env_restarts = [0] * self.num_actors
+        self._owns_ray = False
+        self._remote = None
+        self._weights_version, self._weights_ref = None, None
+
+    @classmethod
+    def from_run(cls, run, spec, store, out: queue.Queue, stop: threading.Event,
+                 env_factory=None) -> RayActorPool:  # fmt: skip
+        """The pool a ``RunConfig`` asks for (``num_actors``, ``ray_address``,
+        ``ray_actor_cpus``)."""
+        return cls(spec, run.num_actors, store, out, stop, env_factory=env_factory,
+                   address=run.ray_address, actor_cpus=run.ray_actor_cpus)  # fmt: skip
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Connects to / starts Ray, creates the actors and waits until they are built (in
+        the caller's thread), then drives them from this thread."""
+        ray = import_ray()
+        if not ray.is_initialized():
+            kwargs = {"address": self.address} if self.address else {
+                "num_cpus": max(os.cpu_count() or 1, math.ceil(self.num_actors * self.actor_cpus))
+            }  # fmt: skip
+            ray.init(include_dashboard=False, log_to_driver=True, **kwargs)
+            self._owns_ray = True
+        try:
+            self.handles = [self._new_actor(i) for i in range(self.num_actors)]
+            self._wait_ready(ray)
+        except BaseException:
+            self._shutdown()
+            raise
+        super().start()
+
+    def _wait_ready(self, ray) -> None:
+        """Waits until every actor is built (so each contributes from the first update);
+        raises the error of an actor that failed to build, or a clear error if the cluster
+        cannot place them within ``start_timeout_s``."""
+        calls = [handle.pid.remote() for handle in self.handles]
+        ready, _ = ray.wait(calls, num_returns=len(calls), timeout=self.start_timeout_s)
+        ray.get(ready)  # re-raises an actor's construction error
+        if len(ready) < len(calls):
+            raise RuntimeError(
+                f"only {len(ready)} of {len(calls)} Ray actors started within "
+                f"{self.start_timeout_s:.0f} s (each reserves {self.actor_cpus} CPU; cluster "
+                f"resources: {ray.cluster_resources()})"
+            )
+
+    def _new_actor(self, actor_id: int):
+        if self._remote is None:
+            self._remote = (
+                import_ray().remote(ActorHost).options(num_cpus=self.actor_cpus, max_restarts=0)
+            )
+        return self._remote.remote(
+            self.spec, actor_id, self._env_factory, env_restarts=self._env_restarts[actor_id]
+        )
+
+    def run(self) -> None:
+        try:
+            self._drive()
+        except BaseException as error:  # noqa: BLE001 - reported by the learner loop
+            self.error = error
+            log.exception("Ray actor pool failed")
+        finally:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        """Kills every Ray actor; shuts Ray down if this pool started it."""
+        ray = import_ray()
+        for handle in self.handles:
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:  # noqa: BLE001 - already dead
+                pass
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+            self._owns_ray = False
+
+    # ------------------------------------------------------------------ driving
+    def _weights(self) -> tuple[int, list]:
+        """``(version, [ObjectRef])`` of the latest published weights; one ``ray.put`` per
+        version that reaches an actor."""
+        if self.store.version != self._weights_version:
+            version, weights = self.store.get()
+            self._weights_ref = import_ray().put(weights)
+            self._weights_version = version
+        return self._weights_version, [self._weights_ref]
+
+    def _submit(self, actor_id: int):
+        version, ref = self._weights()
+        return self.handles[actor_id].unroll.remote(version, ref)
+
+    def _drive(self) -> None:
+        ray = import_ray()
+        pending = {self._submit(i): i for i in range(self.num_actors)}
+        while not self.stop.is_set():
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.1)
+            for ref in ready:
+                actor_id = pending.pop(ref)
+                try:
+                    item = ray.get(ref)
+                except ray.exceptions.RayActorError as error:
+                    self._replace(actor_id, error)
+                    item = None
+                if item is not None:
+                    self._env_restarts[actor_id] = int(item[1]["env_restarts"])
+                    if not self._put(item):
+                        return
+                pending[self._submit(actor_id)] = actor_id
+
+    def _put(self, item) -> bool:
+        """Puts ``item`` in the learner's queue; False if stopped while the queue was full."""
+        while not self.stop.is_set():
+            try:
+                self.out.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _replace(self, actor_id: int, error: BaseException) -> None:
+        """Replaces a dead actor process (its environments died with it: one env restart)."""
+        if self.actor_restarts[actor_id] >= self.max_actor_restarts:
+            raise RuntimeError(
+                f"Ray actor {actor_id} died {self.actor_restarts[actor_id] + 1} times; "
+                f"last error: {error!r}"
+            ) from error
+        self.actor_restarts[actor_id] += 1
+        self._env_restarts[actor_id] += 1
+        log.warning("Ray actor %d died (%r); replacing it", actor_id, error)
+        try:
+            import_ray().kill(self.handles[actor_id], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self.handles[actor_id] = self._new_actor(actor_id)
