@@ -38,10 +38,28 @@ from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.evaluation import Evaluator
-from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.policies import TFPolicy, make_policy
 from tfagents_vtrace.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
+
+
+class _Int32SeedPolicy(TFPolicy):
+    """TFPolicy whose sampling seed is int32: ``tfp`` samplers (continuous actions) reject
+    the int64 seed that ``TFPolicy.step`` builds."""
+
+    def _tf_step(self, obs, first, prev_action, prev_reward, state, seed):
+        return super()._tf_step(
+            obs, first, prev_action, prev_reward, state, tf.cast(seed, tf.int32)
+        )
+
+
+def make_actor(spec: ActorSpec, actor_id: int, network, env_factory=None) -> Actor:
+    """An :class:`Actor` on ``network``; continuous-action policies sample with an int32 seed."""
+    actor = Actor(spec, actor_id, network=network, env_factory=env_factory)
+    if not network.is_discrete and isinstance(actor.policy, TFPolicy):
+        actor.policy = _Int32SeedPolicy(network, seed=spec.seed + 10_007 * actor_id + 7)
+    return actor
 
 
 class AcerTrainer:
@@ -250,9 +268,7 @@ class AcerTrainer:
         return final
 
     def _sync_loop(self, state: dict, progress: Progress) -> None:
-        actor = Actor(
-            self._spec(0), 0, network=self.learner.network, env_factory=self._actor_factory()
-        )
+        actor = make_actor(self._spec(0), 0, self.learner.network, self._actor_factory())
         try:
             while self.env_steps < self.run_config.total_steps:
                 self.iterate(actor, 0, self.learner.train_step)
@@ -345,10 +361,9 @@ class AcerWorker(threading.Thread):
         super().__init__(name=f"acer-worker-{worker_id}", daemon=True)
         self.trainer, self.worker_id, self.stop = trainer, worker_id, stop
         self.network = trainer._build_network()
-        self.actor = Actor(
-            trainer._spec(worker_id + 1), worker_id, network=self.network,
-            env_factory=trainer._actor_factory(),
-        )  # fmt: skip
+        self.actor = make_actor(
+            trainer._spec(worker_id + 1), worker_id, self.network, trainer._actor_factory()
+        )
         self._grads = trainer.learner.gradients_fn(self.network)
         self.error: BaseException | None = None
 
