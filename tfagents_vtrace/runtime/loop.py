@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, ActorThread, WeightStore, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.evaluation import Evaluator
@@ -107,6 +108,9 @@ class Trainer:
             from tfagents_vtrace.runtime import ray_backend
 
             ray_backend.check_run_config(run)
+        # multi_worker: only the chief writes into logdir; other workers write a temp dir.
+        self.role = strategy_lib.worker_role(strategy)
+        self.chief_logdir, logdir = logdir, strategy_lib.write_dir(logdir, self.role)
         self.run_config, self.logdir = run, logdir
         self.start_time = time.time() if start_time is None else start_time
         self._env_factory = env_factory
@@ -116,7 +120,9 @@ class Trainer:
         self.max_nonfinite = getattr(agent_config, "max_nonfinite_updates", 10)
         self.checkpointer = run_dir.Checkpointer(logdir, self.learner.checkpoint_items())
         self.metrics = run_dir.MetricsLog(logdir)
-        self.resumed = self.checkpointer.restore()
+        self.resumed = strategy_lib.restore_checkpoint(
+            self.checkpointer, self.chief_logdir, self.role
+        )
         self.env_steps = self.checkpointer.get("env_steps") if self.resumed else 0
         self.updates = self.checkpointer.get("updates") if self.resumed else 0
         self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
