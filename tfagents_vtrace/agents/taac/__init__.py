@@ -1,0 +1,34 @@
+"""TAAC, TaacL and TaacQ: temporally abstract actor-critic (Yu et al. 2021,
+https://arxiv.org/abs/2104.06521).
+
+Registry names: ``Config`` (:class:`TaacConfig`, ``trajectory`` selects TAAC/TaacL/TaacQ),
+``Learner`` (:class:`TaacLearner`: networks, optimizers, the compiled update) and ``train``
+(the replay-driven loop that ``experiments.train --agent=taac`` calls).
+"""
+
+from tfagents_vtrace.agents.taac.config import TaacConfig
+from tfagents_vtrace.agents.taac.learner import TaacLearner
+from tfagents_vtrace.agents.taac.policy import TaacPolicy, act_step
+from tfagents_vtrace.agents.taac.trajectories import Trajectory
+
+Config = TaacConfig
+Learner = TaacLearner
+
+
+def train(run_config, agent_config, network_config, logdir: str, **kwargs) -> dict:
+    """Trains TAAC into run directory ``logdir`` (see :mod:`tfagents_vtrace.agents.taac.train`)."""
+    from tfagents_vtrace.agents.taac.train import train as _train
+
+    return _train(run_config, agent_config, network_config, logdir, **kwargs)
+
+
+__all__ = [
+    "Config",
+    "Learner",
+    "TaacConfig",
+    "TaacLearner",
+    "TaacPolicy",
+    "Trajectory",
+    "act_step",
+    "train",
+]

@@ -1,0 +1,178 @@
+"""SavedModel export of a TAAC/TaacL/TaacQ policy whose state carries (tau, repeat count).
+
+Yu et al., "TAAC: Temporally Abstract Actor-Critic for Continuous Control", 2021,
+https://arxiv.org/abs/2104.06521. The exported module follows DESIGN.md's policy contract
+and loads with plain TensorFlow::
+
+    policy = tf.saved_model.load(path)
+    state = policy.get_initial_state(batch_size=tf.constant(B))   # (tau [B, k*A], repeats [B, 1])
+    out = policy.action(observation=obs, first=first, prev_action=prev_action,
+                        prev_reward=prev_reward, state=state)
+    out["action"]    # [B, A] in the environment's bounds
+    out["b"], out["repeats"], out["p_b1"], out["state"]
+    policy.greedy_action(...)   # epsilon-greedy per stage (epsilon in the metadata)
+
+``first`` resets the trajectory and repeat count in the graph, so a loaded policy repeats
+actions exactly as the training loop's :class:`~tfagents_vtrace.agents.taac.policy.TaacPolicy`
+does: both draw their noise from stateless ops seeded ``[seed, call_number]``, so with the
+same seed and weights the k-th calls agree. ``prev_action`` and ``prev_reward`` are accepted
+for the common contract and ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.agents.taac.policy import act_step
+
+__all__ = ["TaacPolicyModule", "export_taac_policy"]
+
+
+class TaacPolicyModule(tf.Module):
+    """The exported object: actor, critics, the b temperature and the acting functions.
+
+    Args:
+      learner: a trained :class:`~tfagents_vtrace.agents.taac.learner.TaacLearner`.
+      action_space: the environment's Box action space (bounds of the output action).
+      seed: seeds the stateless draws (call k uses ``[seed, k]``).
+    """
+
+    def __init__(self, learner, action_space, seed: int = 0):
+        super().__init__(name="taac_policy")
+        cfg = learner.config
+        self.actor, self.critics = learner.actor, learner.critics
+        self.trajectory = learner.trajectory
+        self._kw = dict(
+            max_repeat_steps=cfg.max_repeat_steps,
+            randomize_first=cfg.randomize_first_state_tau,
+            clipping=cfg.b1_advantage_clipping,
+        )
+        self._epsilon = float(cfg.epsilon_greedy)
+        self.alpha_b = tf.Variable(float(np.exp(learner.log_alpha_b.numpy())), trainable=False)
+        self.calls = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.seed = tf.Variable(int(seed), dtype=tf.int64, trainable=False)
+        self._k, self._a = learner.trajectory.order, learner.action_dim
+        self._low = tf.constant(np.asarray(action_space.low, np.float32).reshape(-1))
+        self._high = tf.constant(np.asarray(action_space.high, np.float32).reshape(-1))
+        meta = {
+            "policy_kind": "taac",
+            "trajectory": cfg.trajectory,
+            "inverse_mode": cfg.inverse_mode,
+            "observation_shape": list(learner.observation_shape),
+            "action_shape": [self._a],
+            "action_low": np.asarray(action_space.low).reshape(-1).tolist(),
+            "action_high": np.asarray(action_space.high).reshape(-1).tolist(),
+            "epsilon_greedy": self._epsilon,
+            "max_repeat_steps": cfg.max_repeat_steps,
+            "state_sizes": [self._k * self._a, 1],
+            "recurrent": True,
+        }
+        self.metadata = tf.Variable(json.dumps(meta), trainable=False)
+        self._specs = specs = [
+            tf.TensorSpec([None, *learner.observation_shape], tf.float32, name="observation"),
+            tf.TensorSpec([None], tf.bool, name="first"),
+            tf.TensorSpec([None, self._a], tf.float32, name="prev_action"),
+            tf.TensorSpec([None], tf.float32, name="prev_reward"),
+            (
+                tf.TensorSpec([None, self._k * self._a], tf.float32, name="state_0"),
+                tf.TensorSpec([None, 1], tf.float32, name="state_1"),
+            ),
+        ]
+        self.get_initial_state = tf.function(
+            self._initial_state, input_signature=[tf.TensorSpec([], tf.int32, name="batch_size")]
+        )
+        self.action = tf.function(self._action, input_signature=specs)
+        self.greedy_action = tf.function(self._greedy_action, input_signature=specs)
+
+    def _initial_state(self, batch_size):
+        return (
+            tf.zeros([batch_size, self._k * self._a], tf.float32),
+            tf.zeros([batch_size, 1], tf.float32),
+        )
+
+    def _step(self, observation, first, state, greedy: bool) -> dict:
+        self.calls.assign_add(1)
+        n = tf.shape(observation)[0]
+        out = act_step(
+            self.actor,
+            self.critics,
+            self.trajectory,
+            observation,
+            first,
+            tf.reshape(state[0], [n, self._k, self._a]),
+            tf.cast(tf.round(state[1][:, 0]), tf.int32),
+            tf.stack([self.seed, self.calls]),
+            alpha_b=self.alpha_b,
+            greedy=greedy,
+            epsilon=self._epsilon if greedy else 0.0,
+            **self._kw,
+        )
+        action = self._low + (out["action"] + 1.0) * 0.5 * (self._high - self._low)
+        new_state = (
+            tf.reshape(out["tau"], [n, self._k * self._a]),
+            tf.cast(out["repeats"], tf.float32)[:, None],
+        )
+        return {
+            "action": action,
+            "unit_action": out["action"],
+            "b": out["b"],
+            "repeats": out["repeats"],
+            "p_b1": out["p_b1"],
+            "state": new_state,
+        }
+
+    def serving_signatures(self) -> dict:
+        """Concrete functions with flat named inputs/outputs (``state_0``, ``state_1``)."""
+        flat_spec = [*self._specs[:4], *self._specs[4]]
+
+        def make(step_fn):
+            def flat_fn(observation, first, prev_action, prev_reward, state_0, state_1):
+                out = step_fn(observation, first, prev_action, prev_reward, (state_0, state_1))
+                flat = {k: v for k, v in out.items() if k != "state"}
+                flat.update(state_0=out["state"][0], state_1=out["state"][1])
+                return flat
+
+            return tf.function(flat_fn, input_signature=flat_spec).get_concrete_function()
+
+        def init_flat(batch_size):
+            state = self.get_initial_state(batch_size)
+            return {"state_0": state[0], "state_1": state[1]}
+
+        init = tf.function(init_flat, input_signature=[tf.TensorSpec([], tf.int32, "batch_size")])
+        action = make(self.action)
+        return {
+            "serving_default": action,
+            "action": action,
+            "greedy_action": make(self.greedy_action),
+            "get_initial_state": init.get_concrete_function(),
+        }
+
+    def _action(self, observation, first, prev_action, prev_reward, state):
+        del prev_action, prev_reward
+        return self._step(observation, first, state, greedy=False)
+
+    def _greedy_action(self, observation, first, prev_action, prev_reward, state):
+        del prev_action, prev_reward
+        return self._step(observation, first, state, greedy=True)
+
+
+def export_taac_policy(
+    learner, path: str, action_space, *, seed: int = 0, overwrite: bool = False
+) -> str:
+    """Writes the TAAC policy SavedModel to ``path`` (see module docstring); returns ``path``.
+
+    Raises:
+      ValueError: ``path`` exists and ``overwrite`` is False.
+    """
+    if os.path.exists(path):
+        if not overwrite:
+            raise ValueError(f"path: {path!r} exists (pass overwrite=True)")
+        shutil.rmtree(path)
+    module = TaacPolicyModule(learner, action_space, seed=seed)
+    tf.saved_model.save(module, path, signatures=module.serving_signatures())
+    return path

@@ -1,0 +1,235 @@
+"""TAAC's learner: actor, twin critics, target critics, two temperatures, one compiled
+train call running several updates on replay windows.
+
+Yu et al., "TAAC: Temporally Abstract Actor-Critic for Continuous Control", 2021,
+https://arxiv.org/abs/2104.06521. For every step of a ``[T, B]`` window (flattened to N):
+the actor resamples ``x ~ pi(. | s, tau_prev)`` (reparameterized), the current policy's b is
+drawn from the softmax over ``Q(s, tau^-)``, ``Q(s, tau_hat)``; the critics regress
+``Q_i(s, tau_rollout)`` on the compare-through return (cut where ``rollout_b | train_b`` or
+the episode ends); the actor minimizes ``-beta_1 Q(s, tau_hat) + alpha_a log pi``; both
+log-temperatures follow their target entropies. Each part has its own Adam optimizer.
+
+Batch layout (time-major, ALF alignment: step t's reward/discount are those of arriving at
+t): ``observation [T, B, ...]``, ``reward [T, B]``, ``discount [T, B]`` (``1 - terminated``),
+``is_last [T, B]`` bool, ``prev_tau`` and ``tau [T, B, k, A]`` (the rollout trajectories
+before and after acting), ``b [T, B]`` (rollout switch). ``train`` takes ``[K, T, B, ...]``
+and runs K updates in one compiled call.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.agents.common import clip_and_check
+from tfagents_vtrace.agents.taac import loss as taac_loss
+from tfagents_vtrace.agents.taac.config import TaacConfig
+from tfagents_vtrace.agents.taac.networks import (
+    TaacActor,
+    TaacCritics,
+    squashed_log_prob,
+    squashed_sample,
+)
+from tfagents_vtrace.agents.taac.trajectories import Trajectory
+
+__all__ = ["BATCH_KEYS", "TaacLearner"]
+
+BATCH_KEYS = ("observation", "reward", "discount", "is_last", "prev_tau", "tau", "b")
+METRIC_KEYS = (
+    "actor_loss",
+    "critic_loss",
+    "alpha_loss",
+    "action_entropy",
+    "beta_entropy",
+    "p_b1",
+    "q_rollout",
+    "advantage",
+    "actor_grad_norm",
+    "critic_grad_norm",
+)
+
+
+def _merge(x: tf.Tensor) -> tf.Tensor:
+    """[T, B, ...] -> [T * B, ...]."""
+    return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
+
+
+class TaacLearner:
+    """Networks, optimizers and the compiled update of TAAC/TaacL/TaacQ.
+
+    Args:
+      config: a :class:`TaacConfig`.
+      observation_shape: shape of one observation (flattened by the networks).
+      action_dim: A, the size of the (continuous, [-1, 1]-scaled) action.
+      seed: seeds the in-graph sampling of the updates.
+    """
+
+    def __init__(self, config: TaacConfig, observation_shape, action_dim: int, seed: int = 0):
+        if not isinstance(config, TaacConfig):
+            raise ValueError(f"config: expected a TaacConfig, received {type(config)}")
+        self.config = config
+        self.observation_shape = tuple(int(d) for d in observation_shape)
+        self.action_dim = int(action_dim)
+        self.trajectory = Trajectory(config.trajectory, config.inverse_mode)
+        k = self.trajectory.order
+        obs_dim = int(np.prod(self.observation_shape))
+        self.actor = TaacActor(obs_dim, action_dim, k, config.actor_hidden_sizes, name="actor")
+        self.critics = TaacCritics(config.critic_hidden_sizes, name="critics")
+        self.target_critics = TaacCritics(config.critic_hidden_sizes, name="target_critics")
+        obs = tf.zeros([1, *self.observation_shape])
+        tau = tf.zeros([1, k, action_dim])
+        self.actor(obs, tau)
+        self.critics(obs, tau)
+        self.target_critics(obs, tau)
+        self.target_critics.set_weights(self.critics.get_weights())
+        log_alpha = float(np.log(config.initial_alpha))
+        self.log_alpha_a = tf.Variable(log_alpha, dtype=tf.float32, name="log_alpha_a")
+        self.log_alpha_b = tf.Variable(log_alpha, dtype=tf.float32, name="log_alpha_b")
+        alpha_lr = config.alpha_learning_rate or config.learning_rate
+        self.actor_optimizer = keras.optimizers.Adam(config.learning_rate)
+        self.critic_optimizer = keras.optimizers.Adam(config.learning_rate)
+        self.alpha_optimizer = keras.optimizers.Adam(alpha_lr)
+        self.actor_optimizer.build(self.actor.trainable_variables)
+        self.critic_optimizer.build(self.critics.trainable_variables)
+        self.alpha_optimizer.build([self.log_alpha_a, self.log_alpha_b])
+        self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="updates")
+        self._seed = tf.Variable([int(seed), 0], dtype=tf.int64, trainable=False, name="seed")
+        self.target_action_entropy = config.action_target_entropy(action_dim)
+        self.target_beta_entropy = config.beta_target_entropy()
+        self._train = tf.function(self._train_calls, jit_compile=config.jit_compile)
+
+    def checkpoint_items(self) -> dict:
+        """Trackables saved with the run (networks, targets, temperatures, optimizers)."""
+        return {
+            "actor": self.actor,
+            "critics": self.critics,
+            "target_critics": self.target_critics,
+            "log_alpha_a": self.log_alpha_a,
+            "log_alpha_b": self.log_alpha_b,
+            "actor_optimizer": self.actor_optimizer,
+            "critic_optimizer": self.critic_optimizer,
+            "alpha_optimizer": self.alpha_optimizer,
+            "learner_updates": self.updates,
+            "sample_seed": self._seed,
+        }
+
+    def _losses(self, batch: dict, seed: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        """Actor, critic and alpha losses of one window batch and their metrics."""
+        cfg, traj = self.config, self.trajectory
+        shape = tf.shape(batch["reward"])
+        obs = _merge(tf.cast(batch["observation"], tf.float32))
+        prev_tau = _merge(tf.cast(batch["prev_tau"], tf.float32))
+        n = tf.shape(obs)[0]
+        s_noise, s_b = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+        loc, log_std = self.actor(obs, prev_tau)
+        noise = tf.random.stateless_normal(tf.shape(loc), s_noise)
+        x = squashed_sample(loc, log_std, noise)
+        log_pi = squashed_log_prob(loc, log_std, noise)
+        follow, fresh = traj.follow(prev_tau), traj.from_action(x, prev_tau)
+        # One critic call over [tau^-; tau_hat; tau_rollout].
+        q_all = self.critics(
+            tf.concat([obs, obs, obs], 0),
+            tf.concat([follow, fresh, _merge(tf.cast(batch["tau"], tf.float32))], 0),
+        )
+        q_min = tf.reduce_min(q_all, axis=-1)
+        q_follow, q_fresh, q_rollout = q_min[:n], q_min[n : 2 * n], q_all[2 * n :]
+        logits = taac_loss.beta_logits(
+            q_follow, q_fresh, tf.exp(self.log_alpha_b), cfg.b1_advantage_clipping
+        )
+        probs = tf.nn.softmax(logits)
+        log_probs = tf.nn.log_softmax(logits)
+        beta_entropy = -tf.reduce_sum(probs * log_probs, axis=-1)
+        train_b = tf.cast(tf.random.stateless_uniform([n], s_b) < probs[:, 1], tf.int32)
+        actor_loss = taac_loss.actor_loss(probs[:, 1], q_fresh, log_pi, tf.exp(self.log_alpha_a))
+        q_target = tf.reduce_min(
+            self.target_critics(
+                tf.concat([obs, obs], 0), tf.stop_gradient(tf.concat([follow, fresh], 0))
+            ),
+            axis=-1,
+        )
+        target_values = probs[:, 0] * q_target[:n] + probs[:, 1] * q_target[n:]
+        to_tb = lambda v: tf.reshape(v, shape)  # noqa: E731
+        critic = taac_loss.critic_loss(
+            tf.reshape(q_rollout, tf.concat([shape, [-1]], 0)),
+            tf.cast(batch["reward"], tf.float32) * cfg.reward_scale,
+            tf.cast(batch["discount"], tf.float32) * cfg.discount,
+            tf.stop_gradient(to_tb(target_values)),
+            tf.cast(batch["is_last"], tf.bool),
+            tf.cast(batch["b"], tf.bool),
+            to_tb(train_b) > 0,
+        )
+        alpha_loss = taac_loss.alpha_loss(
+            self.log_alpha_a,
+            self.log_alpha_b,
+            -log_pi,
+            beta_entropy,
+            self.target_action_entropy,
+            self.target_beta_entropy,
+        )
+        metrics = {
+            "actor_loss": actor_loss,
+            "critic_loss": critic.loss,
+            "alpha_loss": alpha_loss,
+            "action_entropy": -tf.reduce_mean(log_pi),
+            "beta_entropy": tf.reduce_mean(beta_entropy),
+            "p_b1": tf.reduce_mean(probs[:, 1]),
+            "q_rollout": tf.reduce_mean(q_rollout),
+            "advantage": tf.reduce_mean(q_fresh - q_follow),
+        }
+        return actor_loss, critic.loss, alpha_loss, metrics
+
+    def _apply(self, optimizer, grads, variables) -> tf.Tensor:
+        grads, norm, finite = clip_and_check(grads, self.config.max_grad_norm)
+        grads = [tf.where(finite, g, tf.zeros_like(g)) for g in grads]
+        optimizer.apply(grads, variables)
+        return norm
+
+    def _update(self, batch: dict, seed: tf.Tensor) -> dict[str, tf.Tensor]:
+        actor_vars = self.actor.trainable_variables
+        critic_vars = self.critics.trainable_variables
+        alpha_vars = [self.log_alpha_a, self.log_alpha_b]
+        with tf.GradientTape(persistent=True) as tape:
+            actor_loss, critic_loss, alpha_loss, metrics = self._losses(batch, seed)
+        actor_grads = tape.gradient(actor_loss, actor_vars)
+        critic_grads = tape.gradient(critic_loss, critic_vars)
+        alpha_grads = tape.gradient(alpha_loss, alpha_vars)
+        del tape
+        metrics["actor_grad_norm"] = self._apply(self.actor_optimizer, actor_grads, actor_vars)
+        metrics["critic_grad_norm"] = self._apply(self.critic_optimizer, critic_grads, critic_vars)
+        self._apply(self.alpha_optimizer, alpha_grads, alpha_vars)
+        self.updates.assign_add(1)
+        rate = tf.where(
+            self.updates % self.config.target_update_period == 0,
+            self.config.target_update_tau,
+            0.0,
+        )
+        for target, source in zip(
+            self.target_critics.trainable_variables, critic_vars, strict=True
+        ):
+            target.assign(target + rate * (source - target))
+        return metrics
+
+    def _train_calls(self, batches: dict) -> dict[str, tf.Tensor]:
+        num = tf.shape(batches["reward"])[0]
+        base = self._seed.read_value()
+        self._seed.assign_add([0, 1])
+        totals = {name: tf.zeros([]) for name in METRIC_KEYS}
+        for i in tf.range(num):
+            seed = tf.stack([base[0], base[1] * 1024 + tf.cast(i, tf.int64)])
+            metrics = self._update({k: v[i] for k, v in batches.items()}, seed)
+            totals = {k: totals[k] + metrics[k] for k in METRIC_KEYS}
+        return totals
+
+    def train(self, batches: dict) -> dict[str, float]:
+        """Runs K updates on ``batches`` (``[K, T, B, ...]`` numpy, keys ``BATCH_KEYS``);
+        returns the metrics averaged over the K updates, plus both temperatures."""
+        missing = [k for k in BATCH_KEYS if k not in batches]
+        if missing:
+            raise ValueError(f"batches: missing keys {missing}, expected {BATCH_KEYS}")
+        k = int(np.shape(batches["reward"])[0])
+        totals = self._train({key: batches[key] for key in BATCH_KEYS})
+        out = {name: float(v) / k for name, v in totals.items()}
+        out["alpha_a"] = float(np.exp(self.log_alpha_a.numpy()))
+        out["alpha_b"] = float(np.exp(self.log_alpha_b.numpy()))
+        return out

@@ -1,0 +1,319 @@
+"""TAAC training into a run directory: act-or-repeat rollouts into sequence replay, several
+compiled updates per training call, greedy evaluation, checkpoints (with the replay), export.
+
+Yu et al., "TAAC: Temporally Abstract Actor-Critic for Continuous Control", 2021,
+https://arxiv.org/abs/2104.06521. One loop iteration is one vector-env step: one compiled
+acting call over all environments, one ``env.step``, one replay write. Every
+``train_interval`` iterations (once ``initial_collect_steps`` environment steps with uniform
+random actions and b are stored) one compiled call runs ``updates_per_train`` updates on
+freshly sampled windows. The run directory follows DESIGN.md (config.json, checkpoints/
+with ``replay-<step>.npz`` beside each checkpoint, metrics.jsonl, TensorBoard, policy/); a
+run directory with a checkpoint is resumed.
+
+From :class:`~tfagents_vtrace.runtime.config.RunConfig` it uses ``env_id``, ``seed``,
+``total_steps``, ``num_envs``, ``env_mode``, ``eval_every``, ``eval_episodes``,
+``stop_return``, ``checkpoint_every_s``, ``log_every_s`` and ``export_policy``.
+
+Metrics rows add ``repeat_length``: environment steps per trajectory started (a switch or an
+episode start) in the rollouts since the previous row, after the random phase; evaluation
+rows add ``eval_repeat_length``, the same over the greedy episodes.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import time
+
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.agents.taac.config import TaacConfig
+from tfagents_vtrace.agents.taac.learner import TaacLearner
+from tfagents_vtrace.agents.taac.policy import TaacPolicy
+from tfagents_vtrace.replay.sequence import SequenceReplay
+from tfagents_vtrace.replay.storage import latest_replay_path, prune_replays, replay_path
+from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime.config import RunConfig
+from tfagents_vtrace.runtime.progress import Progress
+
+__all__ = ["TaacTrainer", "evaluate_policy", "train"]
+
+
+def _default_factory(run: RunConfig):
+    from tfagents_vtrace.envs import make_vector_env
+
+    return lambda n, seed: make_vector_env(run.env_id, n, seed, mode=run.env_mode)
+
+
+def evaluate_policy(env, policy: TaacPolicy, seed: int, max_steps: int = 100_000) -> dict:
+    """One episode per sub-environment of ``env`` with ``policy``; mean return and mean
+    repeat length (steps per trajectory started)."""
+    n = env.num_envs
+    obs, _ = env.reset(seed=seed)
+    state = policy.initial_state(n)
+    first = np.ones(n, bool)
+    returns, running = np.zeros(n), np.ones(n, bool)
+    steps = starts = 0
+    for _ in range(max_steps):
+        action, info, state = policy.step(obs, first, None, None, state)
+        starts += int(np.sum(running & ((info["b"] > 0) | first)))
+        steps += int(np.sum(running))
+        obs, reward, terminated, truncated, _ = env.step(action)
+        returns += np.where(running, reward, 0.0)
+        running &= ~(terminated | truncated)
+        if not running.any():
+            break
+        first = np.zeros(n, bool)
+    return {
+        "eval_return": float(returns.mean()),
+        "eval_return_min": float(returns.min()),
+        "eval_repeat_length": steps / max(starts, 1),
+    }
+
+
+class TaacTrainer:
+    """Builds env, learner, replay, policies and run directory; :meth:`run` trains.
+
+    Args mirror :func:`train`; ``env_factory`` is ``(num_envs, seed) -> VectorEnv``.
+    """
+
+    def __init__(
+        self,
+        run: RunConfig,
+        config: TaacConfig,
+        logdir: str,
+        *,
+        start_time: float | None = None,
+        env_factory=None,
+        agent_name: str = "taac",
+        network_config=None,
+    ):
+        if not isinstance(config, TaacConfig):
+            raise ValueError(f"config: expected a TaacConfig, received {type(config)}")
+        self.run_config, self.config, self.logdir = run, config, logdir
+        self.start_time = time.time() if start_time is None else start_time
+        tf.keras.utils.set_random_seed(run.seed)
+        self.factory = env_factory or _default_factory(run)
+        self.env = self.factory(run.num_envs, run.seed)
+        space = self.env.single_action_space
+        if not isinstance(space, gym.spaces.Box):
+            raise ValueError(f"env_id: TAAC needs a Box action space, {run.env_id!r} has {space}")
+        obs_shape = self.env.single_observation_space.shape
+        action_dim = int(np.prod(space.shape))
+        self.learner = TaacLearner(config, obs_shape, action_dim, seed=run.seed)
+        k = self.learner.trajectory.order
+        self.replay = SequenceReplay(
+            {
+                "observation": (obs_shape, np.float32),
+                "reward": ((), np.float32),
+                "discount": ((), np.float32),
+                "is_last": ((), bool),
+                "prev_tau": ((k, action_dim), np.float32),
+                "tau": ((k, action_dim), np.float32),
+                "b": ((), np.int32),
+            },
+            run.num_envs,
+            config.replay_capacity,
+        )
+        self.checkpointer = run_dir.Checkpointer(logdir, self.learner.checkpoint_items())
+        self.resumed = self.checkpointer.restore()
+        self.step = self.checkpointer.get("env_steps") if self.resumed else 0
+        self.episodes = self.checkpointer.get("episodes") if self.resumed else 0
+        self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
+        if self.resumed:
+            path = latest_replay_path(logdir, self.step)
+            if path is not None:
+                self.replay.load(path)
+        self.metrics = run_dir.MetricsLog(logdir)
+        self.metrics.truncate_after(self.step if self.resumed else -1)
+        run_dir.write_config(
+            logdir,
+            {
+                "agent": agent_name,
+                "env_id": run.env_id,
+                "agent_config": config,
+                "network_config": network_config,
+                "run_config": run,
+            },
+        )
+        low, high = space.low.reshape(-1), space.high.reshape(-1)
+        restart = int(self.step)
+        self.policy = TaacPolicy(self.learner, False, low, high, seed=run.seed + 7919 * restart)
+        self.eval_policy = TaacPolicy(self.learner, True, low, high, seed=10_000 + run.seed)
+        self.eval_env = None
+        self.eval_count = 0
+        self.rng = np.random.default_rng([run.seed, restart])
+
+    def wall_time(self) -> float:
+        return self.wall_offset + time.time() - self.start_time
+
+    def save(self) -> str:
+        path = self.checkpointer.save(
+            env_steps=self.step,
+            updates=int(self.learner.updates.numpy()),
+            episodes=self.episodes,
+            wall_time=self.wall_time(),
+        )
+        self.replay.save(replay_path(self.logdir, self.step))
+        keep = [
+            int(re.search(r"(\d+)$", p).group(1)) for p in self.checkpointer.manager.checkpoints
+        ]
+        prune_replays(self.logdir, keep)
+        return path
+
+    def evaluate(self) -> dict:
+        """Greedy (epsilon-greedy) evaluation, one episode per evaluation environment."""
+        run = self.run_config
+        if self.eval_env is None:
+            self.eval_env = self.factory(run.eval_episodes, 10_000 + run.seed)
+        row = evaluate_policy(self.eval_env, self.eval_policy, 10_000 + run.seed + self.eval_count)
+        self.eval_count += 1
+        row.update(step=int(self.step), wall_time=round(self.wall_time(), 3))
+        return row
+
+    def _train_once(self) -> dict:
+        cfg = self.config
+        batches = self.replay.sample(
+            cfg.mini_batch_size, cfg.mini_batch_length, self.rng, num=cfg.updates_per_train
+        )
+        return self.learner.train(batches)
+
+    def run(self) -> dict:
+        """Trains until ``total_steps`` or ``stop_return``; returns the final row."""
+        run, cfg = self.run_config, self.config
+        n = run.num_envs
+        progress = Progress(run.total_steps, self.step)
+        obs, _ = self.env.reset(seed=run.seed + 7919 * int(self.step))
+        state = self.policy.initial_state(n)
+        first, in_last = np.ones(n, bool), np.zeros(n, bool)
+        in_reward, in_discount = np.zeros(n, np.float32), np.ones(n, np.float32)
+        ep_return, returns = np.zeros(n), collections.deque(maxlen=20)
+        every = run.eval_every
+        next_eval = (self.step // every + 1) * every if every else None
+        last, last_log = (self.step, time.monotonic()), time.monotonic()
+        window = {"steps": 0, "starts": 0}
+        learn, last_eval, solved_wall, iteration = {}, None, None, 0
+        while self.step < run.total_steps:
+            random_phase = self.step < cfg.initial_collect_steps
+            action, info, state = self.policy.step(obs, first, None, None, state, random_phase)
+            next_obs, reward, terminated, truncated, _ = self.env.step(action)
+            is_last = np.logical_or(terminated, truncated)
+            self.replay.add(
+                {
+                    "observation": obs,
+                    "reward": in_reward,
+                    "discount": in_discount,
+                    "is_last": in_last,
+                    "prev_tau": info["prev_tau"],
+                    "tau": info["tau"],
+                    "b": info["b"],
+                }
+            )
+            if not random_phase:
+                window["steps"] += n
+                window["starts"] += int(np.sum((info["b"] > 0) | first))
+            ep_return += reward
+            for i in np.flatnonzero(is_last):
+                returns.append(float(ep_return[i]))
+                ep_return[i] = 0.0
+                self.episodes += 1
+            # NEXT_STEP autoreset: next_obs is an episode's final observation where is_last;
+            # the step after it returns the next episode's first observation.
+            obs, first, in_last = next_obs, in_last, is_last
+            in_reward = np.asarray(reward, np.float32)
+            in_discount = 1.0 - np.asarray(terminated, np.float32)
+            self.step += n
+            iteration += 1
+            if (
+                self.step >= cfg.initial_collect_steps
+                and iteration % cfg.train_interval == 0
+                and self.replay.can_sample(cfg.mini_batch_length)
+            ):
+                learn = self._train_once()
+            progress.update(self.step, returns)
+            eval_row = None
+            if next_eval is not None and self.step >= next_eval:
+                next_eval = (self.step // every + 1) * every
+                eval_row = last_eval = self.evaluate()
+            if eval_row is not None or time.monotonic() - last_log >= run.log_every_s:
+                row = self._row(eval_row, last, returns, window, learn)
+                self.metrics.write(row)
+                progress.log(row)
+                last, last_log = (self.step, time.monotonic()), time.monotonic()
+                window = {"steps": 0, "starts": 0}
+            if eval_row is not None and run.stop_return is not None:
+                if eval_row["eval_return"] >= run.stop_return:
+                    solved_wall = eval_row["wall_time"]
+                    break
+            if time.monotonic() - self.checkpointer.last_save >= run.checkpoint_every_s:
+                self.save()
+        progress.close()
+        return self._finish(last_eval, solved_wall, returns, window, learn)
+
+    def _row(self, eval_row, last, returns, window, learn) -> dict:
+        now = time.monotonic()
+        row = {
+            "step": int(self.step),
+            "wall_time": round(self.wall_time(), 3),
+            "sps": round((self.step - last[0]) / max(now - last[1], 1e-9), 1),
+            "episode_return": float(np.mean(returns)) if returns else None,
+            "episodes": int(self.episodes),
+            "updates": int(self.learner.updates.numpy()),
+            "repeat_length": window["steps"] / window["starts"] if window["starts"] else None,
+        }
+        row.update(learn)
+        if eval_row is not None:
+            row.update({k: v for k, v in eval_row.items() if k not in ("step", "wall_time")})
+        return row
+
+    def _finish(self, last_eval, solved_wall, returns, window, learn) -> dict:
+        if last_eval is None or last_eval["step"] != self.step:
+            last_eval = self.evaluate()
+            self.metrics.write(
+                self._row(last_eval, (self.step, time.monotonic()), returns, window, learn)
+            )
+        self.save()
+        train_wall = self.wall_time()
+        if self.run_config.export_policy:
+            from tfagents_vtrace.agents.taac.export import export_taac_policy
+
+            export_taac_policy(
+                self.learner,
+                os.path.join(self.logdir, "policy"),
+                self.env.single_action_space,
+                overwrite=True,
+            )
+        self.metrics.close()
+        self.env.close()
+        if self.eval_env is not None:
+            self.eval_env.close()
+        return {
+            "final": True,
+            "step": int(self.step),
+            "wall_time": round(self.wall_time(), 3),
+            "train_wall_time": round(train_wall, 3),
+            "solve_wall_time": solved_wall,
+            "solve_step": last_eval["step"] if solved_wall is not None else None,
+            "eval_return": last_eval["eval_return"],
+            "eval_repeat_length": last_eval["eval_repeat_length"],
+            "updates": int(self.learner.updates.numpy()),
+            "episodes": int(self.episodes),
+            "resumed": bool(self.resumed),
+        }
+
+
+def train(run: RunConfig, agent_config: TaacConfig, network_config, logdir: str, **kwargs) -> dict:
+    """Trains TAAC/TaacL/TaacQ into run directory ``logdir``; returns the final row.
+
+    ``kwargs``: ``start_time``, ``env_factory`` (``(num_envs, seed) -> VectorEnv``),
+    ``agent_name``; ``strategy`` must be None or single-replica.
+    """
+    strategy = kwargs.pop("strategy", None)
+    if strategy is not None and strategy.num_replicas_in_sync != 1:
+        raise ValueError(
+            f"strategy: TAAC trains on one replica, received {strategy.num_replicas_in_sync}"
+        )
+    return TaacTrainer(run, agent_config, logdir, network_config=network_config, **kwargs).run()
