@@ -1,0 +1,158 @@
+"""ACER agent: config validation, Q heads from the action space, the learner's average
+network, discrete / continuous / recurrent train steps, sync and async training into a run
+directory, export, and a replay that survives SIGKILL + resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfagents_vtrace.agents.acer import AcerConfig, AcerLearner, network_config_for, train
+from tfagents_vtrace.agents.acer.train import make_actor
+from tfagents_vtrace.networks import NetworkConfig
+from tfagents_vtrace.replay import storage
+from tfagents_vtrace.runtime.actor import ActorSpec, build_network
+from tfagents_vtrace.runtime.config import RunConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("trust_region_alpha", 1.0), ("truncation_threshold", -1.0), ("t_max", 0),
+     ("trust_region_delta", 0.0), ("n_times_replay", -1), ("optimizer", "sgd")],
+)  # fmt: skip
+def test_bad_config_value_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        AcerConfig(**{field: value})
+
+
+@pytest.mark.parametrize("text,want", [("None", None), ("none", None), ("2.5", 2.5), (3, 3.0)])
+def test_truncation_threshold_from_flag_text(text, want):
+    assert AcerConfig(truncation_threshold=text).truncation_threshold == want
+
+
+def test_q_head_follows_the_action_space():
+    base = NetworkConfig()
+    assert network_config_for(base, AcerConfig(), "CartPole-v1").q_head == "discrete"
+    assert network_config_for(base, AcerConfig(), "Pendulum-v1").q_head == "stochastic_dueling"
+
+
+def _batch(env_id, net_cfg, t=5, b=3, seed=0):
+    network = build_network(net_cfg, env_id)
+    spec = ActorSpec(env_id, net_cfg, num_envs=b, unroll_length=t, seed=seed, policy_impl="tf")
+    actor = make_actor(spec, 0, network)
+    batch, _ = actor.unroll()
+    actor.close()
+    return batch
+
+
+def test_continuous_recurrent_train_step_and_average_network():
+    """Gaussian policy + stochastic dueling Q through the LSTM core (the discrete path is
+    trained by the run-directory tests and checked against numpy in test_acer_loss)."""
+    env_id = "Pendulum-v1"
+    net_cfg = network_config_for(
+        NetworkConfig(hidden_sizes=(16,), core="lstm", lstm_size=8), AcerConfig(), env_id
+    )
+    alpha = 0.9
+    cfg = AcerConfig(trust_region_alpha=alpha, learning_rate=1e-2)
+    learner = AcerLearner(cfg, lambda: build_network(net_cfg, env_id))
+    batch = _batch(env_id, net_cfg)
+    for v in learner.average_network.weights:  # a distinct average to check the update rule
+        v.assign(v + 0.5)
+    avg_before = [v.numpy() for v in learner.average_network.weights]
+    metrics = learner.train_step(batch)
+    assert all(np.isfinite(v) for v in metrics.values()), metrics
+    assert metrics["skipped"] == 0.0
+    for key in ("average_value", "average_entropy", "average_kl"):
+        assert key in metrics
+    assert metrics["kl"] > 0.0  # the average network differs from the policy
+    for avg0, avg, theta in zip(
+        avg_before, learner.average_network.weights, learner.network.weights
+    ):
+        np.testing.assert_allclose(
+            avg.numpy(), alpha * avg0 + (1 - alpha) * theta.numpy(), 1e-5, 1e-6
+        )
+
+
+def test_learner_rejects_multi_replica_strategies():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with pytest.raises(ValueError, match="strategy"):
+        AcerLearner(AcerConfig(), lambda: None, strategy=strategy)
+
+
+def _run(total_steps, **kw):
+    return RunConfig(
+        env_id=kw.pop("env_id", "CartPole-v1"), total_steps=total_steps, num_envs=4,
+        eval_episodes=2, eval_every=kw.pop("eval_every", 0), log_every_s=0.5, **kw,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_training_writes_the_run_directory(tmp_path, workers):
+    cfg = AcerConfig(t_max=5, replay_start_size=20, n_times_replay=2, num_workers=workers)
+    net_cfg = network_config_for(NetworkConfig(hidden_sizes=(16,)), cfg, "CartPole-v1")
+    final = train(_run(400, export_policy=workers == 0), cfg, net_cfg, str(tmp_path))
+    assert final["final"] and final["step"] >= 400
+    assert final["replay_size"] > 0
+    rows = [json.loads(line) for line in open(tmp_path / "metrics.jsonl")]
+    assert "eval_return" in rows[-1]
+    for key in ("average_value", "average_entropy", "average_kl", "q_loss", "pi_loss"):
+        assert key in rows[-1], key
+    assert final["updates"] > 400 // 20  # replay updates happened beside on-policy ones
+    assert storage.latest_replay_path(str(tmp_path), final["step"]) is not None
+    if workers == 0:  # the export contract: plain TF loads and steps the policy
+        policy = tf.saved_model.load(str(tmp_path / "policy"))
+        state = policy.get_initial_state(batch_size=tf.constant(2))
+        out = policy.greedy_action(
+            observation=tf.zeros([2, 4]), first=tf.ones([2], tf.bool),
+            prev_action=tf.zeros([2], tf.int32), prev_reward=tf.zeros([2]), state=state,
+        )  # fmt: skip
+        assert out["action"].shape == (2,)
+
+
+def test_replay_survives_sigkill_and_resume(tmp_path):
+    logdir = tmp_path / "run"
+    args = [
+        sys.executable, "-m", "experiments.train", "--agent=acer", "--env=CartPole-v1",
+        f"--logdir={logdir}", "--num_envs=2", "--t_max=5", "--hidden_sizes=16",
+        "--replay_start_size=10", "--n_times_replay=1", "--eval_episodes=1", "--export=false",
+        "--checkpoint_every_s=0.5", "--log_every_s=100",
+    ]  # fmt: skip
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.Popen(
+        [*args, "--total_steps=100000000"], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline, size = time.monotonic() + 120, 0
+        while time.monotonic() < deadline and size == 0:
+            time.sleep(0.2)
+            ckpt = tf.train.latest_checkpoint(str(logdir / "checkpoints"))
+            if ckpt is not None:
+                step = int(ckpt.rsplit("-", 1)[1])
+                size = storage.load_arrays(storage.replay_path(str(logdir), step))[1]["size"]
+        assert size > 0, "no checkpoint with a non-empty replay within 120 s"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    step = int(tf.train.latest_checkpoint(str(logdir / "checkpoints")).rsplit("-", 1)[1])
+    arrays, meta = storage.load_arrays(storage.replay_path(str(logdir), step))
+    assert meta["size"] > 0
+    # Resume (total_steps = the checkpoint's step: restore, evaluate, save, no training).
+    out = subprocess.run(
+        [*args, f"--total_steps={step}"], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    final = json.loads(out.stdout.strip().splitlines()[-1])
+    assert final["resumed"] is True and final["step"] == step
+    assert final["replay_restored"] == meta["size"] == int(arrays["lengths"].sum())
+    assert final["replay_size"] == meta["size"]
