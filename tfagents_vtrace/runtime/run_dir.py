@@ -8,14 +8,15 @@ Layout (DESIGN.md "Experiments contract")::
     DIR/checkpoints/       tf.train.CheckpointManager checkpoints
     DIR/policy/            SavedModel written at the end of training
 
-Resuming: rows of metrics.jsonl with a step beyond the restored checkpoint's step are
-dropped (they will be recomputed), so steps stay strictly increasing and nothing appears
-twice.
+Resuming: rows of metrics.jsonl and TensorBoard summaries with a step beyond the restored
+checkpoint's step are dropped (they will be recomputed), so steps stay strictly increasing
+and nothing appears twice, in the JSON log or in TensorBoard.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 import time
@@ -73,6 +74,41 @@ def _scalar_metadata():
     )
 
 
+def truncate_events(logdir: str, step: int) -> int:
+    """Rewrites ``DIR/events.out.tfevents.*`` without the summaries of steps after ``step``.
+
+    Event files are TFRecord files of ``Event`` protos; events without a summary (the file
+    version header) are kept. A record cut by a kill ends the file's readable part. Returns
+    the number of summary events dropped.
+    """
+    paths = glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
+    if not paths:
+        return 0
+    import tensorflow as tf
+    from tensorflow.core.util import event_pb2
+
+    dropped = 0
+    for path in paths:
+        kept, changed = [], False
+        try:
+            for raw in tf.data.TFRecordDataset(path):
+                record = raw.numpy()
+                event = event_pb2.Event.FromString(record)
+                if event.HasField("summary") and event.step > step:
+                    dropped, changed = dropped + 1, True
+                else:
+                    kept.append(record)
+        except tf.errors.DataLossError:  # a record cut by a kill: keep what precedes it
+            changed = True
+        if changed:
+            tmp = path + ".tmp"
+            with tf.io.TFRecordWriter(tmp) as writer:
+                for record in kept:
+                    writer.write(record)
+            os.replace(tmp, path)
+    return dropped
+
+
 class MetricsLog:
     """Appends JSON rows to ``DIR/metrics.jsonl`` and mirrors scalars to TensorBoard."""
 
@@ -84,7 +120,10 @@ class MetricsLog:
         self._file = None
 
     def truncate_after(self, step: int) -> int:
-        """Drops rows with ``step > step`` (resume); returns the number of rows kept."""
+        """Drops rows (and TensorBoard summaries) with ``step > step`` (resume); returns the
+        number of metrics rows kept."""
+        if self._tensorboard:
+            truncate_events(self.logdir, step)
         if not os.path.exists(self.path):
             return 0
         with open(self.path) as f:

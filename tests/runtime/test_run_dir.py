@@ -1,0 +1,52 @@
+"""Run directory on resume: metrics rows and TensorBoard summaries past the checkpoint go."""
+
+import glob
+import json
+import os
+
+import tensorflow as tf
+from tensorflow.core.util import event_pb2
+
+from tfagents_vtrace.runtime import run_dir
+
+
+def _summary_steps(logdir: str) -> list[int]:
+    steps = []
+    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
+        for raw in tf.data.TFRecordDataset(path):
+            event = event_pb2.Event.FromString(raw.numpy())
+            if event.HasField("summary"):
+                steps.extend([event.step] * len(event.summary.value))
+    return steps
+
+
+def test_resume_drops_rows_and_summaries_after_the_checkpoint(tmp_path):
+    logdir = str(tmp_path)
+    log = run_dir.MetricsLog(logdir)
+    for step in (10, 20, 30, 40):
+        log.write({"step": step, "loss": float(step), "sps": 1.0})
+    log.close()
+    assert sorted(set(_summary_steps(logdir))) == [10, 20, 30, 40]
+
+    resumed = run_dir.MetricsLog(logdir)
+    assert resumed.truncate_after(20) == 2
+    with open(os.path.join(logdir, "metrics.jsonl")) as f:
+        assert [json.loads(line)["step"] for line in f] == [10, 20]
+    # Two scalars (loss, sps) per kept row; nothing of steps 30 and 40 is left.
+    assert sorted(_summary_steps(logdir)) == [10, 10, 20, 20]
+    resumed.write({"step": 30, "loss": 3.0})
+    resumed.close()
+    assert sorted(_summary_steps(logdir)) == [10, 10, 20, 20, 30]
+
+
+def test_event_file_cut_by_a_kill_keeps_its_readable_part(tmp_path):
+    logdir = str(tmp_path)
+    log = run_dir.MetricsLog(logdir)
+    for step in (1, 2, 3):
+        log.write({"step": step, "loss": 0.5})
+    log.close()
+    (path,) = glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 5)  # the last record is now incomplete
+    assert run_dir.truncate_events(logdir, 100) == 0
+    assert _summary_steps(logdir) == [1, 2]
