@@ -86,8 +86,10 @@ class TaacPolicyModule(tf.Module):
         self.get_initial_state = tf.function(
             self._initial_state, input_signature=[tf.TensorSpec([], tf.int32, name="batch_size")]
         )
-        self.action = tf.function(self._action, input_signature=specs)
-        self.greedy_action = tf.function(self._greedy_action, input_signature=specs)
+        self.action = tf.function(self._action, input_signature=specs, autograph=False)
+        self.greedy_action = tf.function(
+            self._greedy_action, input_signature=specs, autograph=False
+        )
 
     def _initial_state(self, batch_size):
         return (

@@ -97,7 +97,9 @@ class TaacLearner:
         self._seed = tf.Variable([int(seed), 0], dtype=tf.int64, trainable=False, name="seed")
         self.target_action_entropy = config.action_target_entropy(action_dim)
         self.target_beta_entropy = config.beta_target_entropy()
-        self._train = tf.function(self._train_calls, jit_compile=config.jit_compile)
+        self._train = tf.function(
+            self._train_calls, jit_compile=config.jit_compile, autograph=False
+        )
 
     def checkpoint_items(self) -> dict:
         """Trackables saved with the run (networks, targets, temperatures, optimizers)."""
@@ -211,15 +213,18 @@ class TaacLearner:
         return metrics
 
     def _train_calls(self, batches: dict) -> dict[str, tf.Tensor]:
-        num = tf.shape(batches["reward"])[0]
         base = self._seed.read_value()
         self._seed.assign_add([0, 1])
-        totals = {name: tf.zeros([]) for name in METRIC_KEYS}
-        for i in tf.range(num):
+
+        def body(i, totals):
             seed = tf.stack([base[0], base[1] * 1024 + tf.cast(i, tf.int64)])
             metrics = self._update({k: v[i] for k, v in batches.items()}, seed)
-            totals = {k: totals[k] + metrics[k] for k in METRIC_KEYS}
-        return totals
+            return i + 1, tuple(t + metrics[k] for t, k in zip(totals, METRIC_KEYS, strict=True))
+
+        totals = tuple(tf.zeros([]) for _ in METRIC_KEYS)
+        num = tf.shape(batches["reward"])[0]
+        _, totals = tf.while_loop(lambda i, _: i < num, body, (tf.constant(0), totals))
+        return dict(zip(METRIC_KEYS, totals, strict=True))
 
     def train(self, batches: dict) -> dict[str, float]:
         """Runs K updates on ``batches`` (``[K, T, B, ...]`` numpy, keys ``BATCH_KEYS``);
