@@ -152,7 +152,9 @@ class AcerTrainer:
     def _restore_replay(self) -> int:
         path = storage.latest_replay_path(self.logdir, self.env_steps)
         if path is None:
-            log.warning("no replay archive for checkpoint %d: the replay starts empty", 0)
+            log.warning(
+                "no replay archive for checkpoint %d: the replay starts empty", self.env_steps
+            )
             return 0
         self.replay.load(path)
         return len(self.replay)
@@ -328,7 +330,7 @@ class AcerTrainer:
             self.learner.network.set_weights(state["eval_weights"])
         elif last_eval is None or last_eval["step"] != self.env_steps:
             last_eval = self.evaluate()
-            self.metrics.write(self.row(last_eval, (self.env_steps, time.monotonic())))
+            self.metrics.write(self.row(last_eval, state["last"]))
         self.evaluator.close()
         self.save()
         train_wall = self.wall_time()
