@@ -16,11 +16,12 @@ Per step ``t`` with mask ``m_t = 1 - reset_t`` and the targets of
                         - beta * H(pi(.|x_t)) ]
 
 Discrete: ``Q(x, .)`` is the Q head, ``V = sum_a pi(a|x) Q(x, a)`` (stop-gradient, as in
-ACER), the bias correction sums over all actions. Continuous: the stochastic dueling
-network gives ``Q~(x, a)`` and ``V(x)``, the correction uses one sample ``a' ~ pi``, the
-trace coefficient is ``min(1, rho^(1/d))`` and V is trained towards
-``min(1, rho) (Q_ret - Q) + V``. ``phi`` are the policy statistics (logits; or loc and scale),
-``avg`` the exponentially averaged network. ``s = 1/(T B)`` with
+ACER), the bias correction sums over all actions; the network's separate V head is regressed
+on that V (weight ``q_coef``) so the exported policy's ``value`` is meaningful.
+Continuous: the stochastic dueling network gives ``Q~(x, a)`` and ``V(x)``, the correction
+uses one sample ``a' ~ pi``, the trace coefficient is ``min(1, rho^(1/d))`` and V is trained
+towards ``min(1, rho) (Q_ret - Q) + V``. ``phi`` are the policy statistics (logits; or loc
+and scale), ``avg`` the exponentially averaged network. ``s = 1/(T B)`` with
 ``normalize_loss_by_steps`` (else ``1/B``). Gradients reach the network through ``phi``
 (via ``z``), ``Q(x_t, a_t)``, ``V(x_t)`` (continuous) and the entropy; the average network
 receives none.
