@@ -118,6 +118,7 @@ def test_training_writes_the_run_directory(tmp_path, workers):
         assert out["action"].shape == (2,)
 
 
+@pytest.mark.slow  # two subprocesses importing TensorFlow (~40 s on a loaded machine)
 def test_replay_survives_sigkill_and_resume(tmp_path):
     logdir = tmp_path / "run"
     args = [
