@@ -131,7 +131,8 @@ class RayActorPool(threading.Thread):
       stop: set by the learner to end the pool.
       env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
       address: Ray cluster to connect to (``"auto"``, ``"HOST:6379"``, ``"ray://..."``);
-        None starts a local Ray with ``max(cpu_count, ceil(num_actors * actor_cpus))`` CPUs.
+        None starts a new local Ray (``address="local"``, no dashboard) with
+        ``max(cpu_count, ceil(num_actors * actor_cpus))`` CPUs, shut down at the end.
         Ignored if Ray is already initialised in this process.
       actor_cpus: CPUs each Ray actor reserves (fractions pack several actors on a core).
       max_actor_restarts: replacements of a dead actor process per actor id.
@@ -176,10 +177,11 @@ class RayActorPool(threading.Thread):
         the caller's thread), then drives them from this thread."""
         ray = import_ray()
         if not ray.is_initialized():
-            kwargs = {"address": self.address} if self.address else {
-                "num_cpus": max(os.cpu_count() or 1, math.ceil(self.num_actors * self.actor_cpus))
-            }  # fmt: skip
-            ray.init(include_dashboard=False, log_to_driver=True, **kwargs)
+            if self.address:
+                ray.init(address=self.address, log_to_driver=True)
+            else:  # "local": a new instance even if a cluster runs on this machine
+                cpus = max(os.cpu_count() or 1, math.ceil(self.num_actors * self.actor_cpus))
+                ray.init(address="local", num_cpus=cpus, include_dashboard=False)
             self._owns_ray = True
         try:
             self.handles = [self._new_actor(i) for i in range(self.num_actors)]
