@@ -54,12 +54,11 @@ def _batch(env_id, net_cfg, t=5, b=3, seed=0):
     return batch
 
 
-def test_continuous_recurrent_train_step_and_average_network():
-    """Gaussian policy + stochastic dueling Q through the LSTM core (the discrete path is
-    trained by the run-directory tests and checked against numpy in test_acer_loss)."""
-    env_id = "Pendulum-v1"
+@pytest.mark.parametrize("env_id,core", [("CartPole-v1", None), ("Pendulum-v1", "lstm")])
+def test_train_step_and_average_network(env_id, core):
+    """Discrete Q head; Gaussian policy + stochastic dueling Q through the LSTM core."""
     net_cfg = network_config_for(
-        NetworkConfig(hidden_sizes=(16,), core="lstm", lstm_size=8), AcerConfig(), env_id
+        NetworkConfig(hidden_sizes=(16,), core=core, lstm_size=8), AcerConfig(), env_id
     )
     alpha = 0.9
     cfg = AcerConfig(trust_region_alpha=alpha, learning_rate=1e-2)
