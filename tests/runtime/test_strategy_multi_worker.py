@@ -41,6 +41,18 @@ def test_chief_rule_from_tf_config(monkeypatch, cluster, task_type, index, chief
     assert strategy_lib.is_chief(task_type, index, cluster) is chief
 
 
+@pytest.mark.parametrize("cluster", [TWO_WORKERS, CHIEF_AND_WORKER])
+def test_every_training_task_gets_its_own_actor_seed_offset(monkeypatch, cluster):
+    offsets = []
+    for task_type, addresses in cluster.items():
+        for index in range(len(addresses)):
+            _tf_config(monkeypatch, cluster, task_type, index)
+            role = strategy_lib.role_from_tf_config()
+            offsets.append(role.seed_offset)
+            assert (role.seed_offset == 0) is role.is_chief
+    assert len(set(offsets)) == len(offsets)
+
+
 def test_without_tf_config_or_cluster_strategy_the_process_is_the_chief(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     assert strategy_lib.role_from_tf_config().is_chief

@@ -75,6 +75,13 @@ class WorkerRole:
     is_chief: bool = True
     """Whether this process writes the run directory (see :func:`is_chief`)."""
 
+    @property
+    def seed_offset(self) -> int:
+        """Added to the actors' base seed so each worker collects different experience:
+        0 for the chief (single-process runs keep their seeds), ``(task_id + 1) * 1_000_033``
+        for every other task (distinct whether or not the cluster has a "chief" job)."""
+        return 0 if self.is_chief else (self.task_id + 1) * 1_000_033
+
 
 def is_chief(task_type: str | None, task_id: int | None, cluster: dict | None) -> bool:
     """TensorFlow's chief rule: no cluster task, the "chief" task, or worker 0 when the
