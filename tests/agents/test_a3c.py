@@ -109,3 +109,13 @@ def test_stop_return_keeps_the_evaluated_weights(tmp_path):
     assert final["step"] < 2_000  # the workers stopped soon after the solving evaluation
     for a, b in zip(trainer.learner.network.get_weights(), trainer.eval_weights):
         np.testing.assert_array_equal(a, b)  # continued updates were rolled back
+
+
+def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
+    from tfagents_vtrace.agents.a3c import A3CConfig, A3CTrainer
+    from tfagents_vtrace.networks import NetworkConfig
+    from tfagents_vtrace.runtime.config import RunConfig
+
+    run = RunConfig(backend="ray", num_actors=1, total_steps=100)
+    with pytest.raises(ValueError, match="backend"):
+        A3CTrainer(run, A3CConfig(), NetworkConfig(), str(tmp_path))

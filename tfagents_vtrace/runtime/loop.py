@@ -142,7 +142,7 @@ class Trainer:
             network_config=network_config,
             num_envs=run.num_envs,
             unroll_length=run.unroll_length,
-            seed=run.seed + 7919 * self.updates,
+            seed=run.seed + 7919 * self.updates + self.role.seed_offset,
             env_mode=run.env_mode,
             policy_impl=run.policy_impl,
         )
@@ -318,7 +318,11 @@ class Trainer:
                 if eval_row["eval_return"] >= run.stop_return:
                     solved_wall = eval_row["wall_time"]
                     break
-            if now - self.checkpointer.last_save >= run.checkpoint_every_s:
+            if self.role.task_type is None:
+                due = now - self.checkpointer.last_save >= run.checkpoint_every_s
+            else:  # multi_worker saves are collective: every worker must save at the same
+                due = eval_row is not None  # update, so use the step-based evaluation schedule
+            if due:
                 self.save()
         return last_eval, solved_wall
 

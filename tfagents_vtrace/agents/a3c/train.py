@@ -59,6 +59,11 @@ class A3CTrainer:
         agent_name: str = "a3c",
         record_order: bool = False,
     ):
+        if run.backend != "local":
+            raise ValueError(
+                f"backend: A3C's workers are threads of this process, expected 'local', "
+                f"received {run.backend!r}"
+            )
         if not isinstance(config, A3CConfig):
             raise ValueError(f"config: expected an A3CConfig, received {type(config)}")
         self.run_config, self.config, self.logdir = run, config, logdir
