@@ -120,3 +120,17 @@ def test_numpy_lstm_policy_matches_the_network_over_steps():
         for a, s in zip(state_np, out.state):
             np.testing.assert_allclose(a, s.numpy(), rtol=1e-4, atol=1e-6)
         state_tf = out.state
+
+
+@pytest.mark.parametrize("head", ["gaussian", "tanh_gaussian"])
+def test_tf_policy_samples_continuous_actions_reproducibly(head):
+    """Continuous heads sample through tfp, which needs an int32 seed (int64 used to fail)."""
+    network = build_network(NetworkConfig(policy_head=head), "Pendulum-v1")
+    obs = np.random.default_rng(0).normal(size=(3, 3)).astype(np.float32)
+    args = (obs, np.ones(3, bool), np.zeros((3, 1), np.float32), np.zeros(3, np.float32), ())
+    first, second = TFPolicy(network, seed=5), TFPolicy(network, seed=5)
+    action, params, _ = first.step(*args)
+    assert action.shape == (3, 1) and np.all(np.isfinite(action))
+    np.testing.assert_array_equal(second.step(*args)[0], action)
+    assert not np.array_equal(first.step(*args)[0], action)  # the call counter moves the seed
+    assert set(params) == {"loc", "scale"}

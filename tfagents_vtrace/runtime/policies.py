@@ -71,7 +71,8 @@ class TFPolicy:
     def step(self, obs, first, prev_action, prev_reward, state):
         """One batched step; returns numpy ``(action, policy_params, new_state)``."""
         self._calls += 1
-        seed = np.array([self._seed, self._calls], np.int64)
+        # int32: tfp's samplers (continuous actions) reject int64 seeds.
+        seed = np.array([self._seed % 2**31, self._calls % 2**31], np.int32)
         action, policy, new_state = self._step(
             obs, first, prev_action, prev_reward, tuple(state), seed
         )

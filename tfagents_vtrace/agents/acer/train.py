@@ -38,28 +38,15 @@ from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.evaluation import Evaluator
-from tfagents_vtrace.runtime.policies import TFPolicy, make_policy
+from tfagents_vtrace.runtime.policies import make_policy
 from tfagents_vtrace.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
 
 
-class _Int32SeedPolicy(TFPolicy):
-    """TFPolicy whose sampling seed is int32: ``tfp`` samplers (continuous actions) reject
-    the int64 seed that ``TFPolicy.step`` builds."""
-
-    def _tf_step(self, obs, first, prev_action, prev_reward, state, seed):
-        return super()._tf_step(
-            obs, first, prev_action, prev_reward, state, tf.cast(seed, tf.int32)
-        )
-
-
 def make_actor(spec: ActorSpec, actor_id: int, network, env_factory=None) -> Actor:
-    """An :class:`Actor` on ``network``; continuous-action policies sample with an int32 seed."""
-    actor = Actor(spec, actor_id, network=network, env_factory=env_factory)
-    if not network.is_discrete and isinstance(actor.policy, TFPolicy):
-        actor.policy = _Int32SeedPolicy(network, seed=spec.seed + 10_007 * actor_id + 7)
-    return actor
+    """An :class:`Actor` on ``network``."""
+    return Actor(spec, actor_id, network=network, env_factory=env_factory)
 
 
 class AcerTrainer:
