@@ -58,8 +58,8 @@ class A2CLearner:
             self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
             self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
         jit = bool(config.jit_compile and self.num_replicas == 1)
-        self._single_step = tf.function(self._single_replica_step, jit_compile=jit)
-        self._dist_step = tf.function(self._distributed_step)
+        self._single_step = tf.function(self._single_replica_step, jit_compile=jit, autograph=False)
+        self._dist_step = tf.function(self._distributed_step, autograph=False)
 
     # ------------------------------------------------------------------ public API
     def entropy_coef(self) -> float:

@@ -81,7 +81,7 @@ class Worker(threading.Thread):
         self.steps = 0
         self.updates = 0
         self.error: BaseException | None = None
-        self._grads = tf.function(self._grads_fn)
+        self._grads = tf.function(self._grads_fn, autograph=False)
 
     def _grads_fn(self, batch: dict, entropy_coef: tf.Tensor):
         return compute_gradients(self.network, self.learner.config, batch, entropy_coef)
