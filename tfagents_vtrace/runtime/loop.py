@@ -27,8 +27,8 @@ from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, ActorThread, WeightStore, build_network
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.evaluation import Evaluator
-from tfagents_vtrace.runtime.policies import NumpyMLPPolicy, make_policy
+from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
+from tfagents_vtrace.runtime.policies import NumpyMLPPolicy
 from tfagents_vtrace.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -127,16 +127,7 @@ class Trainer:
         self.updates = self.checkpointer.get("updates") if self.resumed else 0
         self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
         self.metrics.truncate_after(self.env_steps if self.resumed else -1)
-        run_dir.write_config(
-            logdir,
-            {
-                "agent": agent_name,
-                "env_id": run.env_id,
-                "agent_config": agent_config,
-                "network_config": network_config,
-                "run_config": run,
-            },
-        )
+        run_dir.write_run_config(logdir, agent_name, run, agent_config, network_config)
         self.spec = ActorSpec(
             env_id=run.env_id,
             network_config=network_config,
@@ -160,16 +151,7 @@ class Trainer:
         return lambda seed: self._env_factory(self.run_config.num_envs, seed)
 
     def _make_evaluator(self) -> Evaluator:
-        run = self.run_config
-        if self._env_factory is not None:
-            factory = self._env_factory
-        else:
-            from tfagents_vtrace.envs import make_vector_env
-
-            factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")
-        network = self._acting_network()
-        policy = make_policy(network, run.policy_impl, greedy=True)
-        return Evaluator(factory, policy, run.eval_episodes, seed=10_000 + run.seed)
+        return make_evaluator(self.run_config, self._acting_network(), self._env_factory)
 
     def _acting_network(self):
         """A network for an acting policy: the learner's own when the numpy policy will be

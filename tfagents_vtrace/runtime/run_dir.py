@@ -48,6 +48,21 @@ def write_config(logdir: str, config: dict) -> str:
     return path
 
 
+def write_run_config(logdir: str, agent_name: str, run, agent_config, network_config) -> str:
+    """Writes the run's ``config.json``: agent name, env id and the agent, network and run
+    configs (enough to rebuild the network, see :func:`restore_network`)."""
+    return write_config(
+        logdir,
+        {
+            "agent": agent_name,
+            "env_id": run.env_id,
+            "agent_config": agent_config,
+            "network_config": network_config,
+            "run_config": run,
+        },
+    )
+
+
 def read_config(logdir: str) -> dict:
     """Reads ``DIR/config.json``."""
     path = os.path.join(logdir, "config.json")

@@ -35,8 +35,7 @@ from tfagents_vtrace.agents.a3c.worker import Worker, WorkerStats
 from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.evaluation import Evaluator
-from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
 from tfagents_vtrace.runtime.progress import Progress
 
 
@@ -83,16 +82,7 @@ class A3CTrainer:
         self.resumed = self.checkpointer.restore()
         self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
         self.metrics.truncate_after(self.learner.shared.step if self.resumed else -1)
-        run_dir.write_config(
-            logdir,
-            {
-                "agent": agent_name,
-                "env_id": run.env_id,
-                "agent_config": config,
-                "network_config": network_config,
-                "run_config": run,
-            },
-        )
+        run_dir.write_run_config(logdir, agent_name, run, config, network_config)
         self.stats = WorkerStats()
         self.stats.episodes = self.checkpointer.get("episodes") if self.resumed else 0
         self.stop = threading.Event()
@@ -126,14 +116,7 @@ class A3CTrainer:
 
     def _make_evaluator(self, network_config) -> Evaluator:
         run = self.run_config
-        if self._env_factory is not None:
-            factory = self._env_factory
-        else:
-            from tfagents_vtrace.envs import make_vector_env
-
-            factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")
-        policy = make_policy(build_network(network_config, run.env_id), run.policy_impl, True)
-        return Evaluator(factory, policy, run.eval_episodes, seed=10_000 + run.seed)
+        return make_evaluator(run, build_network(network_config, run.env_id), self._env_factory)
 
     def wall_time(self) -> float:
         return self.wall_offset + time.time() - self.start_time

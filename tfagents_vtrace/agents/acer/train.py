@@ -37,8 +37,7 @@ from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.evaluation import Evaluator
-from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
 from tfagents_vtrace.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -88,16 +87,7 @@ class AcerTrainer:
         self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
         self.replay_restored = self._restore_replay() if self.resumed else 0
         self.metrics.truncate_after(self.env_steps if self.resumed else -1)
-        run_dir.write_config(
-            logdir,
-            {
-                "agent": agent_name,
-                "env_id": run.env_id,
-                "agent_config": config,
-                "network_config": network_config,
-                "run_config": run,
-            },
-        )
+        run_dir.write_run_config(logdir, agent_name, run, config, network_config)
         self.rng = np.random.default_rng(run.seed + 7919 * self.env_steps)
         self.returns: list[float] = []
         self.lengths: list[float] = []
@@ -127,14 +117,7 @@ class AcerTrainer:
         return lambda seed: self._env_factory(self.run_config.num_envs, seed)
 
     def _make_evaluator(self) -> Evaluator:
-        run = self.run_config
-        factory = self._env_factory
-        if factory is None:
-            from tfagents_vtrace.envs import make_vector_env
-
-            factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")
-        policy = make_policy(self._build_network(), run.policy_impl, greedy=True)
-        return Evaluator(factory, policy, run.eval_episodes, seed=10_000 + run.seed)
+        return make_evaluator(self.run_config, self._build_network(), self._env_factory)
 
     def _restore_replay(self) -> int:
         path = storage.latest_replay_path(self.logdir, self.env_steps)
