@@ -156,3 +156,11 @@ def test_replay_survives_sigkill_and_resume(tmp_path):
     assert final["resumed"] is True and final["step"] == step
     assert final["replay_restored"] == meta["size"] == int(arrays["lengths"].sum())
     assert final["replay_size"] == meta["size"]
+
+
+def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
+    from tfagents_vtrace.runtime.config import RunConfig
+
+    run = RunConfig(backend="ray", num_actors=1, total_steps=100)
+    with pytest.raises(ValueError, match="backend"):
+        train(run, AcerConfig(), NetworkConfig(), str(tmp_path))

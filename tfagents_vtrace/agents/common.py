@@ -209,3 +209,13 @@ def optimizer_from_config(config, total_updates: int | None):
         adam_beta2=config.adam_beta2,
         adam_epsilon=config.adam_epsilon,
     )
+
+
+def require_local_backend(run, agent_name: str) -> None:
+    """Raises ValueError unless ``run.backend`` is "local": agents that drive their own loop
+    (A3C, ACER, TAAC) act in this process and have no Ray actors."""
+    if run.backend != "local":
+        raise ValueError(
+            f"backend: {agent_name} acts in the training process, expected 'local', "
+            f"received {run.backend!r} (--backend=ray serves the IMPALA and A2C runtime)"
+        )

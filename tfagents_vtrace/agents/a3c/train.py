@@ -29,6 +29,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
 from tfagents_vtrace.agents.a3c.worker import Worker, WorkerStats
@@ -58,11 +59,7 @@ class A3CTrainer:
         agent_name: str = "a3c",
         record_order: bool = False,
     ):
-        if run.backend != "local":
-            raise ValueError(
-                f"backend: A3C's workers are threads of this process, expected 'local', "
-                f"received {run.backend!r}"
-            )
+        common.require_local_backend(run, "A3C")
         if not isinstance(config, A3CConfig):
             raise ValueError(f"config: expected an A3CConfig, received {type(config)}")
         self.run_config, self.config, self.logdir = run, config, logdir

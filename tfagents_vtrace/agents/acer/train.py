@@ -30,6 +30,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.replay import storage
@@ -65,6 +66,7 @@ class AcerTrainer:
         env_factory=None,
         agent_name: str = "acer",
     ):
+        common.require_local_backend(run, "ACER")
         if not isinstance(config, AcerConfig):
             raise ValueError(f"config: expected an AcerConfig, received {type(config)}")
         self.run_config, self.config, self.logdir = run, config, logdir
