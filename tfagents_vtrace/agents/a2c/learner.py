@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.a2c.config import A2CConfig
 from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
+from tfagents_vtrace.agents.common_learner import ReplicatedLearner
 
 
-class A2CLearner:
-    """Owns the network and optimizer; ``train_step(batch)`` runs one compiled update.
+class A2CLearner(ReplicatedLearner):
+    """Owns the network and optimizer; ``train_step(batch)`` runs one compiled update of
+    :func:`a2c_loss` (the skeleton is :class:`ReplicatedLearner`).
 
     Args:
       config: an :class:`A2CConfig`.
@@ -37,6 +37,8 @@ class A2CLearner:
         keeps the entropy weight at ``entropy_start``.
     """
 
+    config_type = A2CConfig
+
     def __init__(
         self,
         config: A2CConfig,
@@ -44,47 +46,18 @@ class A2CLearner:
         strategy: tf.distribute.Strategy | None = None,
         total_updates: int | None = None,
     ):
-        if not isinstance(config, A2CConfig):
-            raise ValueError(f"config: expected an A2CConfig, received {type(config)}")
-        self.config = config
-        self.total_updates = total_updates
-        self.strategy = strategy or tf.distribute.get_strategy()
-        self.num_replicas = int(self.strategy.num_replicas_in_sync)
+        super().__init__(config, network_factory, strategy, total_updates)
         with self.strategy.scope():
-            self.network = network_factory()
-            self.optimizer = common.optimizer_from_config(config, total_updates)
-            self.optimizer.build(self.network.trainable_variables)
             self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
-            self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
-            self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
-        jit = bool(config.jit_compile and self.num_replicas == 1)
-        self._single_step = tf.function(self._single_replica_step, jit_compile=jit, autograph=False)
-        self._dist_step = tf.function(self._distributed_step, autograph=False)
 
     # ------------------------------------------------------------------ public API
     def entropy_coef(self) -> float:
         """The entropy weight the next update will use."""
         return float(self._entropy_coef())
 
-    def train_step(self, batch: dict) -> dict[str, float]:
-        """One update on ``batch`` (runtime unroll layout); returns float metrics.
-
-        A non-finite loss or gradient norm skips the update (``skipped`` is 1.0 and
-        ``nonfinite_streak`` counts consecutive skips).
-        """
-        if self.num_replicas == 1:
-            out = self._single_step(batch)
-        else:
-            out = self._dist_step(self._distribute(batch))
-        # One device-to-host copy for all metrics (keys sorted, as stacked in _apply).
-        return dict(zip(self._metric_names, out.numpy().tolist()))
-
-    def get_weights(self) -> list[np.ndarray]:
-        """The network weights as numpy arrays (for actors)."""
-        return self.network.get_weights()
-
     def checkpoint_items(self) -> dict:
-        """Trackables to checkpoint: network, optimizer, update and non-finite counters."""
+        """Trackables to checkpoint: network, optimizer, update and non-finite counters
+        (the Keras objects themselves, as A2C run directories have always saved them)."""
         return {
             "network": self.network,
             "optimizer": self.optimizer,
@@ -93,56 +66,19 @@ class A2CLearner:
             "skipped_updates": self.skipped_updates,
         }
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ hooks
     def _entropy_coef(self) -> tf.Tensor:
         """Update k of n uses ``start + (end - start) * k / (n - 1)``: the last one uses ``end``."""
         c = self.config
         total = None if not self.total_updates else max(int(self.total_updates) - 1, 1)
         return entropy_coefficient(self.updates, total, c.entropy_start, c.entropy_end)
 
-    def _grads(self, batch: dict, entropy_coef: tf.Tensor):
-        shape = tf.shape(batch["reward"])
-        scale = 1.0 / tf.cast(shape[0] * shape[1] * self.num_replicas, tf.float32)
-        variables = self.network.trainable_variables
-        with tf.GradientTape() as tape:
-            loss, metrics = a2c_loss(self.network, self.config, batch, entropy_coef, scale)
-        return tape.gradient(loss, variables), metrics
+    def _step_inputs(self) -> tuple[tf.Tensor]:
+        return (self._entropy_coef(),)
 
-    def _apply(self, grads, metrics: dict, entropy_coef: tf.Tensor) -> tf.Tensor:
-        """Clips, checks finiteness, applies (or skips) in cross-replica context.
+    def _loss(self, batch: dict, scale: tf.Tensor, entropy_coef: tf.Tensor):
+        return a2c_loss(self.network, self.config, batch, entropy_coef, scale)
 
-        Returns the metrics stacked in sorted-key order (names kept in ``_metric_names``).
-        """
-        metrics = dict(metrics)
-        metrics.update(
-            common.apply_if_finite(
-                self.optimizer,
-                grads,
-                self.network.trainable_variables,
-                metrics["loss"],
-                self.config.max_grad_norm,
-                self.nonfinite_streak,
-                self.skipped_updates,
-            )
-        )
+    def _after_update(self, metrics: dict, entropy_coef: tf.Tensor) -> None:
         self.updates.assign_add(1)
         metrics["entropy_coef"] = entropy_coef
-        self._metric_names = sorted(metrics)
-        return tf.stack([tf.cast(metrics[k], tf.float32) for k in self._metric_names])
-
-    def _single_replica_step(self, batch: dict) -> tf.Tensor:
-        entropy_coef = self._entropy_coef()
-        grads, metrics = self._grads(batch, entropy_coef)
-        return self._apply(grads, metrics, entropy_coef)
-
-    def _distributed_step(self, batch) -> tf.Tensor:
-        entropy_coef = self._entropy_coef()
-        grads, metrics = self.strategy.run(self._grads, args=(batch, entropy_coef))
-        reduce = lambda x: self.strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
-        grads = [reduce(g) for g in grads]
-        metrics = {k: reduce(v) for k, v in metrics.items()}
-        return self._apply(grads, metrics, entropy_coef)
-
-    def _distribute(self, batch: dict):
-        """Splits the numpy batch along B over the replicas (common.distribute_batch)."""
-        return common.distribute_batch(self.strategy, batch)

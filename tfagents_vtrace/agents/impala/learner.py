@@ -29,12 +29,11 @@ V-trace targets and the bootstrap values are stop-gradient.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
 
-import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents.common_learner import ReplicatedLearner
 from tfagents_vtrace.agents.impala.config import ImpalaConfig
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import vtrace
@@ -134,8 +133,9 @@ def impala_loss(
     return loss, metrics
 
 
-class ImpalaLearner:
-    """Owns the network and optimizer; ``train_step(batch)`` runs one compiled update.
+class ImpalaLearner(ReplicatedLearner):
+    """Owns the network and optimizer; ``train_step(batch)`` runs one compiled update of
+    :func:`impala_loss` (the skeleton is :class:`ReplicatedLearner`).
 
     Args:
       config: an :class:`ImpalaConfig`.
@@ -147,113 +147,7 @@ class ImpalaLearner:
       total_updates: number of updates of the whole run (for the linear lr decay).
     """
 
-    def __init__(
-        self,
-        config: ImpalaConfig,
-        network_factory: Callable[[], object],
-        strategy: tf.distribute.Strategy | None = None,
-        total_updates: int | None = None,
-    ):
-        if not isinstance(config, ImpalaConfig):
-            raise ValueError(f"config: expected an ImpalaConfig, received {type(config)}")
-        self.config = config
-        self.strategy = strategy or tf.distribute.get_strategy()
-        self.num_replicas = int(self.strategy.num_replicas_in_sync)
-        with self.strategy.scope():
-            self.network = network_factory()
-            self.optimizer = common.optimizer_from_config(config, total_updates)
-            self.optimizer.build(self.network.trainable_variables)
-            self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
-            self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
-        single = self.num_replicas == 1
-        self._single_step = tf.function(
-            self._single_replica_step,
-            jit_compile=bool(config.jit_compile and single),
-            autograph=False,
-        )
-        self._dist_step = tf.function(self._distributed_step, autograph=False)
-        weights = list(self.network.weights)
-        self._read_weights = tf.function(lambda: [tf.identity(w) for w in weights], autograph=False)
+    config_type = ImpalaConfig
 
-    # ------------------------------------------------------------------ public API
-    def train_step(self, batch: dict) -> dict[str, float]:
-        """One update on ``batch`` (the module docstring's layout); returns float metrics.
-
-        A non-finite gradient norm skips the update (``skipped`` is 1.0 and
-        ``nonfinite_streak`` counts consecutive skips).
-        """
-        if self.num_replicas == 1:
-            out = self._single_step(batch)
-        else:
-            out = self._dist_step(self._distribute(batch))
-        # One device-to-host copy for all metrics (keys sorted, as stacked in _apply).
-        return dict(zip(self._metric_names, out.numpy().tolist()))
-
-    def get_weights(self) -> list[np.ndarray]:
-        """The network weights as numpy arrays, in ``network.get_weights()`` order.
-
-        One compiled call reads every variable (instead of one eager read per variable).
-        """
-        if self.num_replicas > 1:
-            return self.network.get_weights()
-        return [w.numpy() for w in self._read_weights()]
-
-    def checkpoint_items(self) -> dict:
-        """Trackables to checkpoint: network and optimizer variables, non-finite counters.
-
-        Variables are listed explicitly (in ``network.weights`` / ``optimizer.variables``
-        order) rather than through the Keras objects, so every variable is saved whatever
-        the layers' attribute tracking does.
-        """
-        return {
-            "network_weights": list(self.network.weights),
-            "optimizer_variables": list(self.optimizer.variables),
-            "nonfinite_streak": self.nonfinite_streak,
-            "skipped_updates": self.skipped_updates,
-        }
-
-    # ------------------------------------------------------------------ internals
-    def _scale(self, batch: dict) -> tf.Tensor:
-        shape = tf.shape(batch["reward"])
-        return 1.0 / tf.cast(shape[0] * shape[1] * self.num_replicas, tf.float32)
-
-    def _grads(self, batch: dict):
-        variables = self.network.trainable_variables
-        with tf.GradientTape() as tape:
-            loss, metrics = impala_loss(self.network, self.config, batch, self._scale(batch))
-        return tape.gradient(loss, variables), metrics
-
-    def _apply(self, grads, metrics: dict) -> tf.Tensor:
-        """Clips, checks finiteness, applies (or skips) in cross-replica context.
-
-        Returns the metrics stacked in sorted-key order (names kept in ``_metric_names``).
-        """
-        metrics = dict(metrics)
-        metrics.update(
-            common.apply_if_finite(
-                self.optimizer,
-                grads,
-                self.network.trainable_variables,
-                metrics["loss"],
-                self.config.max_grad_norm,
-                self.nonfinite_streak,
-                self.skipped_updates,
-            )
-        )
-        self._metric_names = sorted(metrics)
-        return tf.stack([tf.cast(metrics[k], tf.float32) for k in self._metric_names])
-
-    def _single_replica_step(self, batch: dict) -> tf.Tensor:
-        grads, metrics = self._grads(batch)
-        return self._apply(grads, metrics)
-
-    def _distributed_step(self, batch) -> tf.Tensor:
-        grads, metrics = self.strategy.run(self._grads, args=(batch,))
-        reduce = lambda x: self.strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
-        grads = [reduce(g) for g in grads]
-        metrics = {k: reduce(v) for k, v in metrics.items()}
-        return self._apply(grads, metrics)
-
-    def _distribute(self, batch: dict):
-        """Splits the numpy batch along B over the replicas (common.distribute_batch)."""
-        return common.distribute_batch(self.strategy, batch)
+    def _loss(self, batch: dict, scale: tf.Tensor) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        return impala_loss(self.network, self.config, batch, scale)
