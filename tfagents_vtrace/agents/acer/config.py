@@ -4,6 +4,8 @@ Replay", https://arxiv.org/abs/1611.01224).
 Field names equal the ``experiments.train`` flag names they come from (``--discount``,
 ``--t_max``, ``--entropy_cost``... shared with the other agents, and the ACER-only flags of
 ``experiments/flags_acer.py``), so the launcher fills the dataclass from same-named flags.
+The optimizer, clipping, XLA and non-finite fields come from
+:class:`~tfagents_vtrace.agents.common_config.LearnerConfig`.
 """
 
 from __future__ import annotations
@@ -11,21 +13,14 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfagents_vtrace.agents.common import LR_DECAYS, OPTIMIZERS, REWARD_CLIPPING
-
-
-def _number(name: str, value, low: float, high: float, low_open: bool, high_open: bool) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if low_open else value >= low)
-    ok = ok and (value < high if high_open else value <= high)
-    if not ok:
-        lb, hb = "(" if low_open else "[", ")" if high_open else "]"
-        raise ValueError(f"{name}: expected a number in {lb}{low}, {high}{hb}, received {value!r}")
-
-
-def _int(name: str, value, low: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name}: expected an int >= {low}, received {value!r}")
+from tfagents_vtrace.agents.common import REWARD_CLIPPING
+from tfagents_vtrace.agents.common_config import (
+    LearnerConfig,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+)
 
 
 def _threshold(value) -> float | None:
@@ -42,15 +37,17 @@ def _threshold(value) -> float | None:
             ) from None
     if value is None:
         return None
-    _number("truncation_threshold", value, 0.0, math.inf, True, True)
+    check_number("truncation_threshold", value, 0.0, math.inf, True, True)
     return float(value)
 
 
 @dataclasses.dataclass(frozen=True)
-class AcerConfig:
+class AcerConfig(LearnerConfig):
     """Hyperparameters of the ACER loss, its replay and its optimizer (defaults: the paper's
     and chainerrl's where they apply; flagfiles set the values that matter per task)."""
 
+    optimizer: str = "adam"
+    """"rmsprop" or "adam"."""
     discount: float = 0.99
     """gamma in (0, 1]."""
     t_max: int = 20
@@ -58,26 +55,6 @@ class AcerConfig:
     num_workers: int = 0
     """0: synchronous batched training with one inline actor (default); N >= 1: N
     asynchronous worker threads, each with its own envs and local network (like A3C)."""
-    learning_rate: float = 7e-4
-    """Initial learning rate (> 0)."""
-    lr_decay: str = "none"
-    """"none" or "linear" (to 0 over the run's total updates)."""
-    optimizer: str = "adam"
-    """"rmsprop" or "adam"."""
-    rmsprop_decay: float = 0.99
-    """RMSProp decay in [0, 1)."""
-    rmsprop_momentum: float = 0.0
-    """RMSProp momentum in [0, 1)."""
-    rmsprop_epsilon: float = 1e-5
-    """RMSProp epsilon (> 0)."""
-    adam_beta1: float = 0.9
-    """Adam beta_1 in [0, 1)."""
-    adam_beta2: float = 0.999
-    """Adam beta_2 in [0, 1)."""
-    adam_epsilon: float = 1e-7
-    """Adam epsilon (> 0)."""
-    max_grad_norm: float = 40.0
-    """Global-norm gradient clipping (>= 0; 0 disables it)."""
     entropy_cost: float = 0.01
     """beta: weight of the entropy bonus (>= 0)."""
     pi_loss_coef: float = 1.0
@@ -115,58 +92,28 @@ class AcerConfig:
     """"none", "abs_one" or "soft_asymmetric"."""
     stats_decay: float = 0.99
     """Per-update decay of the ``average_value/entropy/kl`` statistics (exponential averages)."""
-    jit_compile: bool = False
-    """XLA-compile the train step."""
-    max_nonfinite_updates: int = 10
-    """Stop after this many consecutive updates with a non-finite loss or gradient."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "truncation_threshold", _threshold(self.truncation_threshold))
-        _number("discount", self.discount, 0.0, 1.0, True, False)
-        _number("learning_rate", self.learning_rate, 0.0, math.inf, True, True)
-        _number("retrace_lambda", self.retrace_lambda, 0.0, 1.0, False, False)
-        _number("trust_region_delta", self.trust_region_delta, 0.0, math.inf, True, True)
-        _number("reward_scale", self.reward_scale, 0.0, math.inf, True, True)
-        for name in (
-            "rmsprop_decay",
-            "rmsprop_momentum",
-            "adam_beta1",
-            "adam_beta2",
-            "trust_region_alpha",
-            "stats_decay",
-        ):
-            _number(name, getattr(self, name), 0.0, 1.0, False, True)
-        for name in ("rmsprop_epsilon", "adam_epsilon"):
-            _number(name, getattr(self, name), 0.0, math.inf, True, True)
-        for name in ("max_grad_norm", "entropy_cost", "pi_loss_coef", "q_loss_coef"):
-            _number(name, getattr(self, name), 0.0, math.inf, False, True)
-        _int("t_max", self.t_max, 1)
-        _int("num_workers", self.num_workers, 0)
-        _int("replay_capacity", self.replay_capacity, 1)
-        _int("replay_start_size", self.replay_start_size, 0)
-        _int("n_times_replay", self.n_times_replay, 0)
-        _int("replay_batch_size", self.replay_batch_size, 0)
-        _int("max_nonfinite_updates", self.max_nonfinite_updates, 1)
-        if self.lr_decay not in LR_DECAYS:
-            raise ValueError(f"lr_decay: expected one of {LR_DECAYS}, received {self.lr_decay!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"optimizer: expected one of {OPTIMIZERS}, received {self.optimizer!r}"
-            )
-        if self.reward_clipping not in REWARD_CLIPPING:
-            raise ValueError(
-                f"reward_clipping: expected one of {REWARD_CLIPPING}, "
-                f"received {self.reward_clipping!r}"
-            )
-        for name in (
-            "use_trust_region",
-            "use_q_opc",
-            "normalize_loss_by_steps",
-            "disable_online_update",
-            "jit_compile",
-        ):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}: expected a bool, received {getattr(self, name)!r}")
+        check_number("discount", self.discount, 0.0, 1.0, True, False)
+        self.check_learner_fields()
+        check_number("retrace_lambda", self.retrace_lambda, 0.0, 1.0, False, False)
+        check_number("trust_region_delta", self.trust_region_delta, 0.0, math.inf, True, True)
+        check_number("reward_scale", self.reward_scale, 0.0, math.inf, True, True)
+        for name in ("trust_region_alpha", "stats_decay"):
+            check_number(name, getattr(self, name), 0.0, 1.0, False, True)
+        for name in ("entropy_cost", "pi_loss_coef", "q_loss_coef"):
+            check_number(name, getattr(self, name), 0.0, math.inf, False, True)
+        check_int("t_max", self.t_max, 1)
+        check_int("num_workers", self.num_workers, 0)
+        check_int("replay_capacity", self.replay_capacity, 1)
+        check_int("replay_start_size", self.replay_start_size, 0)
+        check_int("n_times_replay", self.n_times_replay, 0)
+        check_int("replay_batch_size", self.replay_batch_size, 0)
+        check_choice("reward_clipping", self.reward_clipping, REWARD_CLIPPING)
+        for name in ("use_trust_region", "use_q_opc", "normalize_loss_by_steps"):
+            check_bool(name, getattr(self, name))
+        check_bool("disable_online_update", self.disable_online_update)
         if self.disable_online_update and self.n_times_replay == 0:
             raise ValueError(
                 "disable_online_update: expected n_times_replay >= 1 when the online update is "

@@ -2,7 +2,9 @@
 
 Defaults are the paper's where it gives them (RMSProp 0.99 / 0 / 0.1, baseline cost 0.5,
 global-norm clipping 40, V-trace thresholds 1, linear learning-rate decay); the entropy cost
-and learning rate are task dependent (experiments/configs/ holds tuned values).
+and learning rate are task dependent (experiments/configs/ holds tuned values). The
+optimizer, clipping, XLA and non-finite fields come from
+:class:`~tfagents_vtrace.agents.common_config.LearnerConfig`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,12 @@ import dataclasses
 import math
 
 from tfagents_vtrace.agents.common import LR_DECAYS, OPTIMIZERS, REWARD_CLIPPING
+from tfagents_vtrace.agents.common_config import (
+    LearnerConfig,
+    check_bool,
+    check_choice,
+    check_int,
+)
 
 
 def _positive(name: str, value, allow_zero: bool = False) -> None:
@@ -21,37 +29,18 @@ def _positive(name: str, value, allow_zero: bool = False) -> None:
         raise ValueError(f"{name}: expected {want}, received {value!r}")
 
 
-def _choice(name: str, value, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name}: expected one of {choices}, received {value!r}")
-
-
 @dataclasses.dataclass(frozen=True)
-class ImpalaConfig:
+class ImpalaConfig(LearnerConfig):
     """Hyperparameters of the IMPALA learner (losses, optimizer, compilation)."""
 
-    discount: float = 0.99
-    """gamma in (0, 1]: per-step discount; episode ends cut it to 0."""
     learning_rate: float = 6e-4
     """Initial learning rate (> 0)."""
     lr_decay: str = "linear"
     """"linear" (to 0 over the run's total updates, as IMPALA) or "none"."""
-    optimizer: str = "rmsprop"
-    """"rmsprop" (IMPALA) or "adam"."""
-    rmsprop_decay: float = 0.99
-    """RMSProp moving-average decay rho in (0, 1)."""
-    rmsprop_momentum: float = 0.0
-    """RMSProp momentum in [0, 1)."""
     rmsprop_epsilon: float = 0.1
     """RMSProp epsilon (> 0); IMPALA uses 0.1."""
-    adam_beta1: float = 0.9
-    """Adam beta_1 in [0, 1)."""
-    adam_beta2: float = 0.999
-    """Adam beta_2 in [0, 1)."""
-    adam_epsilon: float = 1e-7
-    """Adam epsilon (> 0)."""
-    max_grad_norm: float = 40.0
-    """Global-norm gradient clipping threshold; 0 disables clipping."""
+    discount: float = 0.99
+    """gamma in (0, 1]: per-step discount; episode ends cut it to 0."""
     baseline_cost: float = 0.5
     """Weight of the value loss ``0.5 * (vs - V)^2`` (>= 0)."""
     entropy_cost: float = 0.01
@@ -69,29 +58,24 @@ class ImpalaConfig:
     """c-bar, the trace-cutting threshold (> 0), or None."""
     vtrace_lambda: float = 1.0
     """lambda in [0, 1] multiplying the trace coefficients c."""
-    jit_compile: bool = False
-    """Compile the train step with XLA (single-replica strategies only). Off by default: on
-    small networks the XLA compile (seconds) costs more than it saves."""
-    max_nonfinite_updates: int = 10
-    """Training stops after this many consecutive updates with a non-finite loss/gradient."""
 
     def __post_init__(self) -> None:
+        # IMPALA's own wording for the numeric learner fields ("a finite number > 0").
         if not (isinstance(self.discount, int | float) and 0.0 < self.discount <= 1.0):
             raise ValueError(f"discount: expected a number in (0, 1], received {self.discount!r}")
         _positive("learning_rate", self.learning_rate)
         _positive("reward_scale", self.reward_scale)
-        _choice("lr_decay", self.lr_decay, LR_DECAYS)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("reward_clipping", self.reward_clipping, REWARD_CLIPPING)
+        check_choice("lr_decay", self.lr_decay, LR_DECAYS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("reward_clipping", self.reward_clipping, REWARD_CLIPPING)
         for name in ("rmsprop_decay", "adam_beta1", "adam_beta2", "rmsprop_momentum"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and 0.0 <= value < 1.0):
                 raise ValueError(f"{name}: expected a number in [0, 1), received {value!r}")
         _positive("rmsprop_epsilon", self.rmsprop_epsilon)
         _positive("adam_epsilon", self.adam_epsilon)
-        _positive("max_grad_norm", self.max_grad_norm, allow_zero=True)
-        _positive("baseline_cost", self.baseline_cost, allow_zero=True)
-        _positive("entropy_cost", self.entropy_cost, allow_zero=True)
+        for name in ("max_grad_norm", "baseline_cost", "entropy_cost"):
+            _positive(name, getattr(self, name), allow_zero=True)
         for name in ("clip_rho_threshold", "clip_pg_rho_threshold", "clip_c_threshold"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
@@ -99,14 +83,5 @@ class ImpalaConfig:
             raise ValueError(
                 f"vtrace_lambda: expected a number in [0, 1], received {self.vtrace_lambda!r}"
             )
-        if not isinstance(self.jit_compile, bool):
-            raise ValueError(f"jit_compile: expected a bool, received {self.jit_compile!r}")
-        if (
-            not isinstance(self.max_nonfinite_updates, int)
-            or isinstance(self.max_nonfinite_updates, bool)
-            or self.max_nonfinite_updates < 1
-        ):
-            raise ValueError(
-                "max_nonfinite_updates: expected an int >= 1, received "
-                f"{self.max_nonfinite_updates!r}"
-            )
+        check_bool("jit_compile", self.jit_compile)
+        check_int("max_nonfinite_updates", self.max_nonfinite_updates, 1)
