@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.agents._unroll_batch import unroll_batch
 from tfagents_vtrace.agents import get_agent, register_agent
 from tfagents_vtrace.agents.a2c import A2CConfig, A2CLearner, a2c_loss, entropy_coefficient
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
@@ -25,29 +26,7 @@ def _network(seed=0):
 
 def _batch(rng, t=6, b=3, truncate=(), terminate=()):
     """A batch in the runtime's layout; (env, step) pairs in truncate/terminate end there."""
-    batch = {
-        "observation": rng.normal(size=(t + 1, b, 3)).astype(np.float32),
-        "first": np.zeros((t + 1, b), bool),
-        "reset": np.zeros((t + 1, b), bool),
-        "prev_action": np.zeros((t + 1, b), np.int32),
-        "prev_reward": np.zeros((t + 1, b), np.float32),
-        "action": rng.integers(0, 3, (t, b)).astype(np.int32),
-        "reward": rng.normal(size=(t, b)).astype(np.float32),
-        "terminated": np.zeros((t, b), bool),
-        "truncated": np.zeros((t, b), bool),
-        "policy": {"logits": rng.normal(size=(t, b, 3)).astype(np.float32)},
-        "state": (),
-    }
-    batch["first"][0] = True
-    for key, pairs in (("truncated", truncate), ("terminated", terminate)):
-        for env, step in pairs:
-            batch[key][step, env] = True
-            batch["reset"][step + 1, env] = True
-            if step + 1 < t:
-                batch["reward"][step + 1, env] = 0.0  # reset steps earn nothing
-            if step + 2 <= t:
-                batch["first"][step + 2, env] = True
-    return batch
+    return unroll_batch(rng, t, b, ACT.n, truncate, terminate)
 
 
 def _numpy_loss(batch, values, logits, lam, baseline_cost, beta):
