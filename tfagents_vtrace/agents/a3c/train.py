@@ -22,7 +22,6 @@ is the global step they were taken at).
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 
@@ -33,6 +32,7 @@ from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
 from tfagents_vtrace.agents.a3c.worker import Worker, WorkerStats
+from tfagents_vtrace.agents.common_trainer import finish_run
 from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
@@ -210,28 +210,17 @@ class A3CTrainer:
         elif last_eval is None or last_eval["step"] != step:
             last_eval = self.evaluate()
             self.metrics.write(self._row(last_eval, (step, time.monotonic())))
-        self.evaluator.close()
-        self.save()
-        train_wall = self.wall_time()
-        if self.run_config.export_policy:
-            from tfagents_vtrace.export import export_policy
-
-            path = os.path.join(self.logdir, "policy")
-            export_policy(self.learner.network, path, overwrite=True)
-        self.metrics.close()
-        return {
-            "final": True,
-            "step": int(step),
-            "wall_time": round(self.wall_time(), 3),
-            "train_wall_time": round(train_wall, 3),
-            "solve_wall_time": solved_wall,
-            "solve_step": last_eval["step"] if solved_wall is not None else None,
-            "eval_return": last_eval["eval_return"],
-            "updates": int(self.learner.shared.updates),
-            "episodes": int(self.stats.episodes),
-            "worker_steps": [int(w.steps) for w in self.workers],
-            "resumed": bool(self.resumed),
-        }
+        return finish_run(
+            self,
+            self.learner.network,
+            last_eval,
+            solved_wall,
+            step,
+            updates=int(self.learner.shared.updates),
+            episodes=int(self.stats.episodes),
+            worker_steps=[int(w.steps) for w in self.workers],
+            resumed=bool(self.resumed),
+        )
 
 
 def train(

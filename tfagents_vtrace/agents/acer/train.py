@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 import time
 
@@ -33,6 +32,7 @@ import tensorflow as tf
 from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
+from tfagents_vtrace.agents.common_trainer import finish_run
 from tfagents_vtrace.replay import storage
 from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.runtime import run_dir
@@ -303,29 +303,18 @@ class AcerTrainer:
         elif last_eval is None or last_eval["step"] != self.env_steps:
             last_eval = self.evaluate()
             self.metrics.write(self.row(last_eval, state["last"]))
-        self.evaluator.close()
-        self.save()
-        train_wall = self.wall_time()
-        if self.run_config.export_policy:
-            from tfagents_vtrace.export import export_policy
-
-            path = os.path.join(self.logdir, "policy")
-            export_policy(self.learner.network, path, overwrite=True)
-        self.metrics.close()
-        return {
-            "final": True,
-            "step": int(self.env_steps),
-            "wall_time": round(self.wall_time(), 3),
-            "train_wall_time": round(train_wall, 3),
-            "solve_wall_time": state["solved_wall"],
-            "solve_step": last_eval["step"] if state["solved_wall"] is not None else None,
-            "eval_return": last_eval["eval_return"],
-            "updates": int(self.learner.updates.numpy()),
-            "episodes": int(self.episodes),
-            "replay_size": len(self.replay),
-            "replay_restored": int(self.replay_restored),
-            "resumed": bool(self.resumed),
-        }
+        return finish_run(
+            self,
+            self.learner.network,
+            last_eval,
+            state["solved_wall"],
+            self.env_steps,
+            updates=int(self.learner.updates.numpy()),
+            episodes=int(self.episodes),
+            replay_size=len(self.replay),
+            replay_restored=int(self.replay_restored),
+            resumed=bool(self.resumed),
+        )
 
 
 class AcerWorker(threading.Thread):
