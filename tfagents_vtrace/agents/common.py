@@ -12,6 +12,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfagents_vtrace.ops import vtrace
+
 REWARD_CLIPPING = ("none", "abs_one", "soft_asymmetric")
 OPTIMIZERS = ("rmsprop", "adam")
 LR_DECAYS = ("none", "linear")
@@ -125,6 +127,38 @@ def episode_targets(
     rewards = rewards + gamma * truncated * tf.stop_gradient(values[1:])
     discounts = gamma * (1.0 - terminated) * (1.0 - truncated) * mask
     return rewards, discounts, mask
+
+
+def policy_terms(
+    network, target: dict, behaviour: dict, actions: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """``(log pi(a_t|x_t), log_rho_t, H(pi(.|x_t)))``, each ``[T, B]``, for any policy kind.
+
+    ``target``/``behaviour`` are the policy parameters ``[T, B, ...]`` of the learner's and
+    the actors' policy, ``actions`` ``[T, B(, A)]``; ``log_rho = log pi(a|x) - log mu(a|x)``.
+    Categorical policies (a ``logits`` entry) take a fast path without tfp objects; a
+    distribution without an analytic entropy (tanh-squashed Gaussian) uses the single-sample
+    estimate ``-log pi(a'|x)``, ``a' ~ pi``. Gradients reach ``target`` through the log-prob
+    and the entropy (and through ``log_rho``); ``behaviour`` is data.
+    """
+    if "logits" in target:  # categorical fast path (no tfp objects in the graph)
+        logits = tf.cast(target["logits"], tf.float32)
+        actions = tf.cast(actions, tf.int32)
+        target_lp = vtrace.log_probs_from_logits_and_actions(logits, actions)
+        behaviour_lp = vtrace.log_probs_from_logits_and_actions(
+            tf.cast(behaviour["logits"], tf.float32), actions
+        )
+        log_p = tf.nn.log_softmax(logits)
+        entropy = -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
+        return target_lp, target_lp - behaviour_lp, entropy
+    target_dist = network.distribution(target)
+    behaviour_dist = network.distribution(behaviour)
+    target_lp = target_dist.log_prob(actions)
+    try:
+        entropy = target_dist.entropy()
+    except NotImplementedError:  # e.g. tanh-squashed Gaussian: single-sample estimate
+        entropy = -target_dist.log_prob(tf.stop_gradient(target_dist.sample()))
+    return target_lp, target_lp - behaviour_dist.log_prob(actions), entropy
 
 
 def apply_if_finite(

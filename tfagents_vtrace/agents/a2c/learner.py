@@ -23,18 +23,11 @@ from tfagents_vtrace.agents.common_learner import ReplicatedLearner
 
 
 class A2CLearner(ReplicatedLearner):
-    """Owns the network and optimizer; ``train_step(batch)`` runs one compiled update of
-    :func:`a2c_loss` (the skeleton is :class:`ReplicatedLearner`).
+    """One compiled update of :func:`a2c_loss` per ``train_step(batch)``.
 
-    Args:
-      config: an :class:`A2CConfig`.
-      network_factory: zero-argument callable building the (already built) network; called
-        inside ``strategy.scope()``.
-      strategy: a ``tf.distribute.Strategy`` (default: the current one). With several
-        replicas the batch is split along B and the gradients are summed across replicas
-        before clipping, so every strategy computes the same update.
-      total_updates: updates of the whole run (entropy annealing and linear lr decay); None
-        keeps the entropy weight at ``entropy_start``.
+    Arguments as :class:`ReplicatedLearner` (``config`` is an :class:`A2CConfig`);
+    ``total_updates`` also sets the entropy annealing horizon (None keeps the entropy weight
+    at ``entropy_start``). ``updates`` counts the updates (applied or skipped).
     """
 
     config_type = A2CConfig

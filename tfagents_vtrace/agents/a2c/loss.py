@@ -30,9 +30,9 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
-from tfagents_vtrace.agents.common import episode_targets
+from tfagents_vtrace.agents.common import episode_targets, policy_terms
 from tfagents_vtrace.networks import NetInputs
-from tfagents_vtrace.ops import returns, vtrace
+from tfagents_vtrace.ops import returns
 
 METRIC_KEYS = (
     "loss",
@@ -60,28 +60,6 @@ def entropy_coefficient(
     frac = tf.cast(step, tf.float32) / tf.maximum(tf.cast(total, tf.float32), 1.0)
     frac = tf.clip_by_value(frac, 0.0, 1.0)
     return start_t + (float(end) - float(start)) * frac
-
-
-def _log_prob_entropy(network, policy: dict, behaviour: dict, actions: tf.Tensor):
-    """``(log pi(a|x), entropy, |log pi(a|x) - log mu(a|x)|)``, each ``[T, B]``."""
-    if "logits" in policy:  # categorical fast path, no tfp objects in the graph
-        logits = tf.cast(policy["logits"], tf.float32)
-        actions = tf.cast(actions, tf.int32)
-        log_prob = vtrace.log_probs_from_logits_and_actions(logits, actions)
-        log_p = tf.nn.log_softmax(logits)
-        entropy = -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
-        behaviour_lp = vtrace.log_probs_from_logits_and_actions(
-            tf.cast(behaviour["logits"], tf.float32), actions
-        )
-        return log_prob, entropy, tf.abs(log_prob - behaviour_lp)
-    dist = network.distribution(policy)
-    log_prob = dist.log_prob(actions)
-    try:
-        entropy = dist.entropy()
-    except NotImplementedError:  # e.g. tanh-squashed Gaussian: single-sample estimate
-        entropy = -dist.log_prob(tf.stop_gradient(dist.sample()))
-    behaviour_lp = network.distribution(behaviour).log_prob(actions)
-    return log_prob, entropy, tf.abs(log_prob - behaviour_lp)
 
 
 def a2c_loss(
@@ -120,9 +98,7 @@ def a2c_loss(
         float(config.gae_lambda),
     )
     policy = {k: v[:-1] for k, v in out.policy.items()}
-    log_prob, entropy, abs_log_rho = _log_prob_entropy(
-        network, policy, batch["policy"], batch["action"]
-    )
+    log_prob, log_rho, entropy = policy_terms(network, policy, batch["policy"], batch["action"])
     pg_loss = -tf.reduce_sum(mask * log_prob * gae.advantages) * scale
     baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(gae.returns - values[:-1])) * scale
     entropy_sum = tf.reduce_sum(mask * entropy) * scale
@@ -133,6 +109,6 @@ def a2c_loss(
         "pg_loss": pg_loss,
         "baseline_loss": baseline_loss,
         "entropy": entropy_sum,
-        "mean_abs_log_rho": tf.reduce_sum(mask * abs_log_rho) * scale,
+        "mean_abs_log_rho": tf.reduce_sum(mask * tf.abs(log_rho)) * scale,
     }
     return loss, metrics

@@ -49,28 +49,6 @@ METRIC_KEYS = (
 )
 
 
-def _policy_terms(network, target: dict, behaviour: dict, actions: tf.Tensor):
-    """(target log-prob, log-rho, entropy), each ``[T, B]``, for any policy kind."""
-    if "logits" in target:  # categorical fast path (no tfp objects in the graph)
-        logits = tf.cast(target["logits"], tf.float32)
-        actions = tf.cast(actions, tf.int32)
-        target_lp = vtrace.log_probs_from_logits_and_actions(logits, actions)
-        behaviour_lp = vtrace.log_probs_from_logits_and_actions(
-            tf.cast(behaviour["logits"], tf.float32), actions
-        )
-        log_p = tf.nn.log_softmax(logits)
-        entropy = -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
-        return target_lp, target_lp - behaviour_lp, entropy
-    target_dist = network.distribution(target)
-    behaviour_dist = network.distribution(behaviour)
-    target_lp = target_dist.log_prob(actions)
-    try:
-        entropy = target_dist.entropy()
-    except NotImplementedError:  # e.g. tanh-squashed Gaussian: single-sample estimate
-        entropy = -target_dist.log_prob(tf.stop_gradient(target_dist.sample()))
-    return target_lp, target_lp - behaviour_dist.log_prob(actions), entropy
-
-
 LossTerms = collections.namedtuple(
     "LossTerms", ["vtrace", "values", "target_log_probs", "log_rhos", "entropy", "mask"]
 )
@@ -94,7 +72,9 @@ def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
     rewards, discounts, mask = common.episode_targets(
         batch, values, config.discount, config.reward_clipping, config.reward_scale
     )
-    target_lp, log_rhos, entropy = _policy_terms(network, target, batch["policy"], batch["action"])
+    target_lp, log_rhos, entropy = common.policy_terms(
+        network, target, batch["policy"], batch["action"]
+    )
     vt = vtrace.from_importance_weights(
         log_rhos=log_rhos,
         discounts=discounts,
@@ -134,17 +114,9 @@ def impala_loss(
 
 
 class ImpalaLearner(ReplicatedLearner):
-    """Owns the network and optimizer; ``train_step(batch)`` runs one compiled update of
-    :func:`impala_loss` (the skeleton is :class:`ReplicatedLearner`).
+    """One compiled update of :func:`impala_loss` per ``train_step(batch)``.
 
-    Args:
-      config: an :class:`ImpalaConfig`.
-      network_factory: zero-argument callable building the (already built) network; called
-        inside ``strategy.scope()``.
-      strategy: a ``tf.distribute.Strategy`` (default: the current one). With several
-        replicas the batch is split along B and gradients are summed across replicas before
-        the global-norm clipping, so every strategy computes the same update.
-      total_updates: number of updates of the whole run (for the linear lr decay).
+    Arguments as :class:`ReplicatedLearner` (``config`` is an :class:`ImpalaConfig`).
     """
 
     config_type = ImpalaConfig
