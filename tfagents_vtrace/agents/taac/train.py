@@ -181,51 +181,65 @@ class TaacTrainer:
         )
         return self.learner.train(batches)
 
+    def _reset_rollout(self) -> dict:
+        """Fresh episodes in every environment: the rollout's numpy state."""
+        n = self.run_config.num_envs
+        obs, _ = self.env.reset(seed=self.run_config.seed + 7919 * int(self.step))
+        return {
+            "obs": obs,
+            "state": self.policy.initial_state(n),
+            "first": np.ones(n, bool),
+            "in_last": np.zeros(n, bool),  # the step that produced obs ended its episode
+            "in_reward": np.zeros(n, np.float32),  # reward of arriving at obs
+            "in_discount": np.ones(n, np.float32),  # 1 - terminated of arriving at obs
+            "ep_return": np.zeros(n),
+        }
+
+    def _collect(self, roll: dict, random_phase: bool, returns, window: dict) -> None:
+        """One vector step: act, step the envs, store the step (ALF alignment), count."""
+        action, info, roll["state"] = self.policy.step(
+            roll["obs"], roll["first"], None, None, roll["state"], random_phase
+        )
+        next_obs, reward, terminated, truncated, _ = self.env.step(action)
+        is_last = np.logical_or(terminated, truncated)
+        self.replay.add(
+            {
+                "observation": roll["obs"],
+                "reward": roll["in_reward"],
+                "discount": roll["in_discount"],
+                "is_last": roll["in_last"],
+                "prev_tau": info["prev_tau"],
+                "tau": info["tau"],
+                "b": info["b"],
+            }
+        )
+        if not random_phase:
+            window["steps"] += len(is_last)
+            window["starts"] += int(np.sum((info["b"] > 0) | roll["first"]))
+        roll["ep_return"] += reward
+        for i in np.flatnonzero(is_last):
+            returns.append(float(roll["ep_return"][i]))
+            roll["ep_return"][i] = 0.0
+            self.episodes += 1
+        # NEXT_STEP autoreset: next_obs is an episode's final observation where is_last;
+        # the step after it returns the next episode's first observation.
+        roll["obs"], roll["first"], roll["in_last"] = next_obs, roll["in_last"], is_last
+        roll["in_reward"] = np.asarray(reward, np.float32)
+        roll["in_discount"] = 1.0 - np.asarray(terminated, np.float32)
+        self.step += len(is_last)
+
     def run(self) -> dict:
         """Trains until ``total_steps`` or ``stop_return``; returns the final row."""
         run, cfg = self.run_config, self.config
-        n = run.num_envs
         progress = Progress(run.total_steps, self.step)
-        obs, _ = self.env.reset(seed=run.seed + 7919 * int(self.step))
-        state = self.policy.initial_state(n)
-        first, in_last = np.ones(n, bool), np.zeros(n, bool)
-        in_reward, in_discount = np.zeros(n, np.float32), np.ones(n, np.float32)
-        ep_return, returns = np.zeros(n), collections.deque(maxlen=20)
+        roll, returns = self._reset_rollout(), collections.deque(maxlen=20)
         every = run.eval_every
         next_eval = (self.step // every + 1) * every if every else None
         last, last_log = (self.step, time.monotonic()), time.monotonic()
         window = {"steps": 0, "starts": 0}
         learn, last_eval, solved_wall, iteration = {}, None, None, 0
         while self.step < run.total_steps:
-            random_phase = self.step < cfg.initial_collect_steps
-            action, info, state = self.policy.step(obs, first, None, None, state, random_phase)
-            next_obs, reward, terminated, truncated, _ = self.env.step(action)
-            is_last = np.logical_or(terminated, truncated)
-            self.replay.add(
-                {
-                    "observation": obs,
-                    "reward": in_reward,
-                    "discount": in_discount,
-                    "is_last": in_last,
-                    "prev_tau": info["prev_tau"],
-                    "tau": info["tau"],
-                    "b": info["b"],
-                }
-            )
-            if not random_phase:
-                window["steps"] += n
-                window["starts"] += int(np.sum((info["b"] > 0) | first))
-            ep_return += reward
-            for i in np.flatnonzero(is_last):
-                returns.append(float(ep_return[i]))
-                ep_return[i] = 0.0
-                self.episodes += 1
-            # NEXT_STEP autoreset: next_obs is an episode's final observation where is_last;
-            # the step after it returns the next episode's first observation.
-            obs, first, in_last = next_obs, in_last, is_last
-            in_reward = np.asarray(reward, np.float32)
-            in_discount = 1.0 - np.asarray(terminated, np.float32)
-            self.step += n
+            self._collect(roll, self.step < cfg.initial_collect_steps, returns, window)
             iteration += 1
             if (
                 self.step >= cfg.initial_collect_steps
