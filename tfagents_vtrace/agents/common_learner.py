@@ -8,9 +8,10 @@ replicas, splits the batch along B and sums the replicas' gradients and metrics 
 global-norm clipping, so every strategy computes the same update. A non-finite loss or
 gradient skips the update (:func:`tfagents_vtrace.agents.common.apply_if_finite`).
 
-Subclasses set ``config_type`` and implement :meth:`ReplicatedLearner._loss`; they may add
-per-step inputs (:meth:`ReplicatedLearner._step_inputs`, e.g. A2C's annealed entropy weight)
-and post-update bookkeeping (:meth:`ReplicatedLearner._after_update`).
+Subclasses set ``config_type`` and implement :meth:`ReplicatedLearner._loss`; they may
+add variables (:meth:`ReplicatedLearner._make_variables`), per-step inputs
+(:meth:`ReplicatedLearner._step_inputs`, e.g. A2C's annealed entropy weight) and post-update
+bookkeeping (:meth:`ReplicatedLearner._after_update`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class ReplicatedLearner:
             self.optimizer.build(self.network.trainable_variables)
             self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
             self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
+            self._make_variables()
         jit = bool(config.jit_compile and self.num_replicas == 1)
         self._single_step = tf.function(self._single_replica_step, jit_compile=jit, autograph=False)
         self._dist_step = tf.function(self._distributed_step, autograph=False)
@@ -110,6 +112,9 @@ class ReplicatedLearner:
         (``1 / (T * global_B)``) so the replicas' values sum to the global-batch mean;
         ``inputs`` are :meth:`_step_inputs`. Gradients flow to the network weights."""
         raise NotImplementedError
+
+    def _make_variables(self) -> None:
+        """Creates the subclass's own variables (called inside ``strategy.scope()``)."""
 
     def _step_inputs(self) -> tuple[tf.Tensor, ...]:
         """Tensors computed once per update (cross-replica) and passed to every replica's

@@ -13,8 +13,6 @@ does (see ``/work/notes/a2c_glue.md`` for the runtime's synchronous mode).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
@@ -31,17 +29,6 @@ class A2CLearner(ReplicatedLearner):
     """
 
     config_type = A2CConfig
-
-    def __init__(
-        self,
-        config: A2CConfig,
-        network_factory: Callable[[], object],
-        strategy: tf.distribute.Strategy | None = None,
-        total_updates: int | None = None,
-    ):
-        super().__init__(config, network_factory, strategy, total_updates)
-        with self.strategy.scope():
-            self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
 
     # ------------------------------------------------------------------ public API
     def entropy_coef(self) -> float:
@@ -60,6 +47,9 @@ class A2CLearner(ReplicatedLearner):
         }
 
     # ------------------------------------------------------------------ hooks
+    def _make_variables(self) -> None:
+        self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
+
     def _entropy_coef(self) -> tf.Tensor:
         """Update k of n uses ``start + (end - start) * k / (n - 1)``: the last one uses ``end``."""
         c = self.config

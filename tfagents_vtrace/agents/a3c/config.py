@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
+from tfagents_vtrace.agents.common_config import check_int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +30,4 @@ class A3CConfig(A2CConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("num_workers", "t_max"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}: expected an int >= 1, received {value!r}")
+            check_int(name, getattr(self, name), 1)
