@@ -120,3 +120,11 @@ def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
     final2 = train(run2, cfg, None, logdir)
     assert final2["resumed"] and final2["step"] == 160
     assert final2["updates"] > final["updates"]
+
+
+def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
+    from tfagents_vtrace.agents.taac import train
+
+    run = RunConfig(env_id="Pendulum-v1", backend="ray", num_actors=1, total_steps=100)
+    with pytest.raises(ValueError, match="backend"):
+        train(run, TaacConfig(), None, str(tmp_path))

@@ -9,17 +9,11 @@ Registry names: ``Config`` (:class:`TaacConfig`, ``trajectory`` selects TAAC/Taa
 from tfagents_vtrace.agents.taac.config import TaacConfig
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy, act_step
+from tfagents_vtrace.agents.taac.train import TaacTrainer, train
 from tfagents_vtrace.agents.taac.trajectories import Trajectory
 
 Config = TaacConfig
 Learner = TaacLearner
-
-
-def train(run_config, agent_config, network_config, logdir: str, **kwargs) -> dict:
-    """Trains TAAC into run directory ``logdir`` (see :mod:`tfagents_vtrace.agents.taac.train`)."""
-    from tfagents_vtrace.agents.taac.train import train as _train
-
-    return _train(run_config, agent_config, network_config, logdir, **kwargs)
 
 
 __all__ = [
@@ -28,6 +22,7 @@ __all__ = [
     "TaacConfig",
     "TaacLearner",
     "TaacPolicy",
+    "TaacTrainer",
     "Trajectory",
     "act_step",
     "train",

@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
+from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.taac.config import TaacConfig
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy
@@ -91,6 +92,7 @@ class TaacTrainer:
         agent_name: str = "taac",
         network_config=None,
     ):
+        common.require_local_backend(run, "TAAC")
         if not isinstance(config, TaacConfig):
             raise ValueError(f"config: expected a TaacConfig, received {type(config)}")
         self.run_config, self.config, self.logdir = run, config, logdir
@@ -129,16 +131,7 @@ class TaacTrainer:
                 self.replay.load(path)
         self.metrics = run_dir.MetricsLog(logdir)
         self.metrics.truncate_after(self.step if self.resumed else -1)
-        run_dir.write_config(
-            logdir,
-            {
-                "agent": agent_name,
-                "env_id": run.env_id,
-                "agent_config": config,
-                "network_config": network_config,
-                "run_config": run,
-            },
-        )
+        run_dir.write_run_config(logdir, agent_name, run, config, network_config)
         low, high = space.low.reshape(-1), space.high.reshape(-1)
         restart = int(self.step)
         self.policy = TaacPolicy(self.learner, False, low, high, seed=run.seed + 7919 * restart)
