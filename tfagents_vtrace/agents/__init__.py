@@ -11,6 +11,8 @@ An agent module (e.g. :mod:`tfagents_vtrace.agents.impala`) exposes
 * ``Learner``: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with
   ``network``, ``optimizer``, ``train_step(batch) -> dict[str, float]``,
   ``get_weights() -> list[np.ndarray]`` and ``checkpoint_items() -> dict`` (trackables).
+  The runtime loop builds it this way; agents with their own ``train`` build their learner
+  themselves and may take other arguments (TAAC's needs observation and action sizes).
 
 The runtime (:mod:`tfagents_vtrace.runtime`) only talks to that interface, so A2C, ACER or
 TAAC plug in by calling :func:`register_agent`. Modules are imported lazily, so looking up an
