@@ -1,0 +1,48 @@
+"""Run a benchmark: ``python -m experiments.benchmark --name=ops_bench [-- --samples=40]``.
+
+The benchmarks live in ``benchmarks/`` as scripts with their own arguments (``--help`` on
+each); this entry point lists them (``--list``) and runs one by name in a fresh interpreter,
+passing everything after ``--`` through, so its table prints here and its exit code is ours.
+"""
+
+import os
+import subprocess
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+
+flags.DEFINE_string("name", None, "Benchmark script under benchmarks/, without .py.")
+flags.DEFINE_bool("list", False, "List the benchmarks with their first docstring line.")
+
+
+def available() -> dict[str, str]:
+    """Benchmark name -> first line of its module docstring."""
+    out = {}
+    for entry in sorted(os.listdir(BENCH_DIR)):
+        if entry.endswith(".py") and not entry.startswith("_"):
+            with open(os.path.join(BENCH_DIR, entry)) as f:
+                text = f.read(2000)
+            first = text.split('"""', 2)[1].strip().splitlines()[0] if '"""' in text else ""
+            out[entry[:-3]] = first
+    return out
+
+
+def main(argv) -> None:
+    names = available()
+    if FLAGS.list or FLAGS.name is None:
+        for name, line in names.items():
+            print(f"{name:16s} {line}")
+        if FLAGS.name is None and not FLAGS.list:
+            raise app.UsageError("--name: expected one of the benchmarks listed above")
+        return
+    if FLAGS.name not in names:
+        raise app.UsageError(f"--name: expected one of {sorted(names)}, received {FLAGS.name!r}")
+    script = os.path.join(BENCH_DIR, FLAGS.name + ".py")
+    sys.exit(subprocess.call([sys.executable, script, *argv[1:]]))
+
+
+if __name__ == "__main__":
+    app.run(main)
