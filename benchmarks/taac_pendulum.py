@@ -93,21 +93,15 @@ def sac_worker(args: argparse.Namespace) -> None:
 
 
 def _last_json(stdout: str) -> dict:
-    for line in reversed(stdout.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                continue
-    return {}
+    from tfagents_vtrace.runtime.run_dir import last_json_line
+
+    return last_json_line(stdout)
 
 
 def _rows(logdir: str) -> list[dict]:
-    path = os.path.join(logdir, "metrics.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    from tfagents_vtrace.runtime.run_dir import read_metrics
+
+    return read_metrics(logdir)
 
 
 def run_one(system: str, seed: int, args: argparse.Namespace) -> dict:

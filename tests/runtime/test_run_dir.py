@@ -50,3 +50,13 @@ def test_event_file_cut_by_a_kill_keeps_its_readable_part(tmp_path):
         f.truncate(os.path.getsize(path) - 5)  # the last record is now incomplete
     assert run_dir.truncate_events(logdir, 100) == 0
     assert _summary_steps(logdir) == [1, 2]
+
+
+def test_read_metrics_skips_a_cut_row_and_last_json_line_finds_the_final_row(tmp_path):
+    assert run_dir.read_metrics(str(tmp_path)) == []
+    with open(tmp_path / "metrics.jsonl", "w") as f:
+        f.write('{"step": 1}\n{"step": 2}\n{"step": 3, "lo')  # killed mid-row
+    assert [r["step"] for r in run_dir.read_metrics(str(tmp_path))] == [1, 2]
+    stdout = 'progress\n{"final": true, "step": 9}\nstep=9 done\n{not json\n'
+    assert run_dir.last_json_line(stdout) == {"final": True, "step": 9}
+    assert run_dir.last_json_line("no json here") == {}

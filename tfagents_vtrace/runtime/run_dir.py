@@ -72,6 +72,34 @@ def read_config(logdir: str) -> dict:
         return json.load(f)
 
 
+def read_metrics(logdir: str) -> list[dict]:
+    """The rows of ``DIR/metrics.jsonl`` (``[]`` if there is none); a row cut by a kill is
+    skipped."""
+    path = os.path.join(logdir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path) as f:
+        for line in f:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+def last_json_line(text: str) -> dict:
+    """The last line of ``text`` that parses as a JSON object (``{}`` if none): the final
+    row that ``experiments.train`` prints."""
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return {}
+
+
 def dataclass_from_dict(cls, data: dict):
     """Builds dataclass ``cls`` from a config.json dict (lists become tuples; unknown keys
     are ignored so older run directories still load)."""
