@@ -250,6 +250,18 @@ class WeightStore:
             return self._version, self._weights
 
 
+def put_until_stopped(out: queue.Queue, item, stop: threading.Event) -> bool:
+    """Puts ``item`` in the bounded queue ``out``, waiting while it is full; returns False
+    (item dropped) if ``stop`` is set first. Shared by actor threads and the Ray pool."""
+    while not stop.is_set():
+        try:
+            out.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
 class ActorThread(threading.Thread):
     """Runs an :class:`Actor` forever: refresh weights by version, unroll, enqueue.
 
@@ -268,14 +280,8 @@ class ActorThread(threading.Thread):
                 if self.store.version > self.actor.weights_version:
                     self.actor.set_weights(*self.store.get())
                 item = self.actor.unroll()
-                if item is None:
-                    continue
-                while not self.stop.is_set():
-                    try:
-                        self.out.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                if item is not None:
+                    put_until_stopped(self.out, item, self.stop)
         except BaseException as error:  # noqa: BLE001 - reported by the learner loop
             self.error = error
             log.exception("actor %d failed", self.actor.actor_id)

@@ -97,6 +97,7 @@ class NumpyMLPPolicy:
         self._prev_action = cfg.use_prev_action
         self._prev_reward = cfg.use_prev_reward
         self._num_actions = network.num_actions
+        self._eye = np.eye(self._num_actions, dtype=np.float32)  # one-hot rows, built once
         self._lstm = network.core is not None
         index = {id(v): i for i, v in enumerate(network.weights)}
         variables = [v for d in network.torso.dense_layers for v in (d.kernel, d.bias)]
@@ -149,7 +150,7 @@ class NumpyMLPPolicy:
         keep = 1.0 - np.asarray(first, np.float32)[:, None]
         parts = [h]
         if self._prev_action:
-            onehot = np.eye(self._num_actions, dtype=np.float32)[np.asarray(prev_action)]
+            onehot = self._eye[np.asarray(prev_action)]
             parts.append(onehot * keep)
         if self._prev_reward:
             parts.append(np.asarray(prev_reward, np.float32)[:, None] * keep)

@@ -40,6 +40,8 @@ import queue
 import threading
 from collections.abc import Callable
 
+from tfagents_vtrace.runtime.actor import put_until_stopped
+
 log = logging.getLogger(__name__)
 
 RAY_MISSING = (
@@ -263,19 +265,9 @@ class RayActorPool(threading.Thread):
                     item = None
                 if item is not None:
                     self._env_restarts[actor_id] = int(item[1]["env_restarts"])
-                    if not self._put(item):
+                    if not put_until_stopped(self.out, item, self.stop):
                         return
                 pending[self._submit(actor_id)] = actor_id
-
-    def _put(self, item) -> bool:
-        """Puts ``item`` in the learner's queue; False if stopped while the queue was full."""
-        while not self.stop.is_set():
-            try:
-                self.out.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
 
     def _replace(self, actor_id: int, error: BaseException) -> None:
         """Replaces a dead actor process (its environments died with it: one env restart)."""
