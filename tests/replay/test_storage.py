@@ -32,18 +32,26 @@ def test_round_trip_keeps_values_dtypes_and_meta(tmp_path):
     assert not [p for p in os.listdir(tmp_path / "checkpoints") if ".tmp" in p]
 
 
+def _rewrite_members(path: str, edit) -> None:
+    """Rewrites the archive's zip members as ``edit(dict name -> bytes)`` returns them."""
+    with zipfile.ZipFile(path) as z:
+        members = edit({n: z.read(n) for n in z.namelist()})
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+
+def _flip_last_byte(members: dict) -> dict:
+    raw = bytearray(members["observation.npy"])
+    raw[-1] ^= 0xFF
+    return {**members, "observation.npy": bytes(raw)}
+
+
 def test_flipped_byte_raises(tmp_path):
     path = str(tmp_path / "r.npz")
     storage.save_arrays(path, _arrays())
     # Rewrite one member with a changed value but a valid zip: only the checksum can tell.
-    with zipfile.ZipFile(path) as z:
-        members = {n: z.read(n) for n in z.namelist()}
-    raw = bytearray(members["observation.npy"])
-    raw[-1] ^= 0xFF
-    members["observation.npy"] = bytes(raw)
-    with zipfile.ZipFile(path, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
+    _rewrite_members(path, _flip_last_byte)
     with pytest.raises(storage.ReplayCorruptError, match="checksum mismatch in 'observation'"):
         storage.load_arrays(path)
 
@@ -64,11 +72,7 @@ def test_missing_member_and_missing_header_raise(tmp_path):
     with pytest.raises(storage.ReplayCorruptError, match="header"):
         storage.load_arrays(path)
     storage.save_arrays(path, _arrays())
-    with zipfile.ZipFile(path) as z:
-        members = {n: z.read(n) for n in z.namelist() if n != "done.npy"}
-    with zipfile.ZipFile(path, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
+    _rewrite_members(path, lambda members: {n: d for n, d in members.items() if n != "done.npy"})
     with pytest.raises(storage.ReplayCorruptError, match="differ"):
         storage.load_arrays(path)
 
