@@ -88,11 +88,9 @@ class AcerLearner:
         """Applies a worker's gradients to the global network (serialized by ``lock``)."""
         with self.lock:
             out = self._apply(list(grads), metrics["loss"])
-            names = sorted(out)
-            values = tf.stack([tf.cast(out[k], tf.float32) for k in names]).numpy().tolist()
-            merged = {k: float(np.asarray(v)) for k, v in metrics.items()}
-            merged.update(dict(zip(names, values)))
-            return self._finish(merged)
+            tensors = [*metrics.items(), *sorted(out.items())]  # ``out`` wins on a shared key
+            values = tf.stack([tf.cast(v, tf.float32) for _, v in tensors]).numpy().tolist()
+            return self._finish(dict(zip([k for k, _ in tensors], values)))
 
     def get_weights(self) -> list[np.ndarray]:
         """The network weights as numpy arrays (actors, evaluation, worker sync)."""
@@ -112,9 +110,9 @@ class AcerLearner:
     # ------------------------------------------------------------------ internals
     def _finish(self, metrics: dict[str, float]) -> dict[str, float]:
         decay = self.config.stats_decay
-        for key, name in (("value", "average_value"), ("entropy", "average_entropy")):
+        for key in ("value", "entropy", "kl"):
+            name = "average_" + key
             self.stats[name] += (1.0 - decay) * (metrics[key] - self.stats[name])
-        self.stats["average_kl"] += (1.0 - decay) * (metrics["kl"] - self.stats["average_kl"])
         metrics.update(self.stats)
         return metrics
 
