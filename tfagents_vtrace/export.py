@@ -121,31 +121,47 @@ class PolicyModule(tf.Module):
 
     def serving_signatures(self) -> dict:
         """Concrete functions with flat named inputs/outputs for TF Serving."""
-        flat_spec = [*self._specs, *self._state_specs]
+        return flat_serving_signatures(self, [*self._specs, *self._state_specs])
 
-        def flatten(out: dict) -> dict:
-            flat = {k: v for k, v in out.items() if k != "state"}
-            flat.update({f"state_{i}": s for i, s in enumerate(out["state"])})
-            return flat
 
-        def make(step_fn):
-            # Calls the traced structured function (a call op), so nothing is traced twice.
-            def flat_fn(observation, first, prev_action, prev_reward, *states):
-                return flatten(step_fn(observation, first, prev_action, prev_reward, tuple(states)))
+def flat_serving_signatures(module: tf.Module, flat_spec: list[tf.TensorSpec]) -> dict:
+    """Serving signatures with flat named tensors for a policy module of the common contract.
 
-            return tf.function(flat_fn, input_signature=flat_spec).get_concrete_function()
+    Args:
+      module: has ``tf.function`` attributes ``action`` and ``greedy_action`` taking
+        ``(observation, first, prev_action, prev_reward, state)`` (``state`` a tuple) and
+        returning a dict whose ``"state"`` entry is a tuple, and ``get_initial_state(batch_size)``
+        returning a tuple of states.
+      flat_spec: the four input specs followed by one spec per state tensor (``state_0``, ...).
 
-        def init_flat(batch_size):
-            return {f"state_{i}": s for i, s in enumerate(self.get_initial_state(batch_size))}
+    Returns:
+      ``{"serving_default", "action", "greedy_action", "get_initial_state"}`` concrete
+      functions; ``state`` is flattened to ``state_0, state_1, ...`` in inputs and outputs. They
+      call the module's traced functions (call ops), so nothing is traced twice.
+    """
 
-        init = tf.function(init_flat, input_signature=[tf.TensorSpec([], tf.int32, "batch_size")])
-        action = make(self.action)
-        return {
-            "serving_default": action,
-            "action": action,
-            "greedy_action": make(self.greedy_action),
-            "get_initial_state": init.get_concrete_function(),
-        }
+    def flatten(out: dict) -> dict:
+        flat = {k: v for k, v in out.items() if k != "state"}
+        flat.update({f"state_{i}": s for i, s in enumerate(out["state"])})
+        return flat
+
+    def make(step_fn):
+        def flat_fn(observation, first, prev_action, prev_reward, *states):
+            return flatten(step_fn(observation, first, prev_action, prev_reward, tuple(states)))
+
+        return tf.function(flat_fn, input_signature=flat_spec).get_concrete_function()
+
+    def init_flat(batch_size):
+        return {f"state_{i}": s for i, s in enumerate(module.get_initial_state(batch_size))}
+
+    init = tf.function(init_flat, input_signature=[tf.TensorSpec([], tf.int32, "batch_size")])
+    action = make(module.action)
+    return {
+        "serving_default": action,
+        "action": action,
+        "greedy_action": make(module.greedy_action),
+        "get_initial_state": init.get_concrete_function(),
+    }
 
 
 def export_policy(

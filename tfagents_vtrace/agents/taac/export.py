@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.agents.taac.policy import act_step
+from tfagents_vtrace.export import flat_serving_signatures
 
 __all__ = ["TaacPolicyModule", "export_taac_policy"]
 
@@ -130,29 +131,7 @@ class TaacPolicyModule(tf.Module):
 
     def serving_signatures(self) -> dict:
         """Concrete functions with flat named inputs/outputs (``state_0``, ``state_1``)."""
-        flat_spec = [*self._specs[:4], *self._specs[4]]
-
-        def make(step_fn):
-            def flat_fn(observation, first, prev_action, prev_reward, state_0, state_1):
-                out = step_fn(observation, first, prev_action, prev_reward, (state_0, state_1))
-                flat = {k: v for k, v in out.items() if k != "state"}
-                flat.update(state_0=out["state"][0], state_1=out["state"][1])
-                return flat
-
-            return tf.function(flat_fn, input_signature=flat_spec).get_concrete_function()
-
-        def init_flat(batch_size):
-            state = self.get_initial_state(batch_size)
-            return {"state_0": state[0], "state_1": state[1]}
-
-        init = tf.function(init_flat, input_signature=[tf.TensorSpec([], tf.int32, "batch_size")])
-        action = make(self.action)
-        return {
-            "serving_default": action,
-            "action": action,
-            "greedy_action": make(self.greedy_action),
-            "get_initial_state": init.get_concrete_function(),
-        }
+        return flat_serving_signatures(self, [*self._specs[:4], *self._specs[4]])
 
     def _action(self, observation, first, prev_action, prev_reward, state):
         del prev_action, prev_reward
