@@ -78,23 +78,30 @@ class EpisodicReplay:
         """Splits an actor unroll into per-environment episode pieces; finished episodes
         enter the buffer. ``stream`` distinguishes actors (their open episodes are kept
         apart). Returns the number of episodes completed."""
-        reset, obs = np.asarray(unroll["reset"]), unroll["observation"]
-        ended = np.logical_or(unroll["terminated"], unroll["truncated"])
-        t_len, batch = np.shape(unroll["reward"])
+        reset, obs = np.asarray(unroll["reset"]), np.asarray(unroll["observation"])
+        steps = {key: np.asarray(unroll[key]) for key in _STEP_KEYS}
+        policy = {k: np.asarray(v) for k, v in unroll["policy"].items()}
+        ended = np.logical_or(steps["terminated"], steps["truncated"])
+        t_len, batch = steps["reward"].shape
         done = 0
         for b in range(batch):
-            piece = self._open.setdefault((stream, b), _empty())
-            for t in range(t_len):
-                if reset[t, b]:  # the final observation of an episode closed at t - 1
+            # A reset step holds the final observation of an episode closed at t - 1: skip it;
+            # the kept steps split into episode pieces after every ended step.
+            kept = np.flatnonzero(~reset[:t_len, b])
+            for seg in np.split(kept, np.flatnonzero(ended[kept, b]) + 1):
+                if not len(seg):
                     continue
-                piece["observation"].append(obs[t, b])
+                piece = self._open.setdefault((stream, b), _empty())
+                piece["observation"].append(obs[seg, b])
                 for key in _STEP_KEYS:
-                    piece[key].append(unroll[key][t, b])
-                piece["policy"].append({k: v[t, b] for k, v in unroll["policy"].items()})
-                if ended[t, b]:
-                    piece["observation"].append(obs[t + 1, b])
+                    piece[key].append(steps[key][seg, b])
+                for k, v in policy.items():
+                    piece["policy"].setdefault(k, []).append(v[seg, b])
+                last = seg[-1]
+                if ended[last, b]:
+                    piece["observation"].append(obs[last + 1 : last + 2, b])
                     self.add_episode(_stack(piece))
-                    piece = self._open[(stream, b)] = _empty()
+                    del self._open[(stream, b)]
                     done += 1
         return done
 
@@ -180,14 +187,14 @@ class EpisodicReplay:
             self._open = {}
 
 
-def _empty() -> dict[str, list]:
-    return {"observation": [], "policy": [], **{k: [] for k in _STEP_KEYS}}
+def _empty() -> dict:
+    """An open episode piece: per key a list of ``[n, ...]`` chunks (policy: per policy key)."""
+    return {"observation": [], "policy": {}, **{k: [] for k in _STEP_KEYS}}
 
 
-def _stack(piece: dict[str, list]) -> dict:
-    ep = {key: np.stack(piece[key]) for key in ("observation", *_STEP_KEYS)}
-    keys = piece["policy"][0].keys()
-    ep["policy"] = {k: np.stack([p[k] for p in piece["policy"]]) for k in keys}
+def _stack(piece: dict) -> dict:
+    ep = {key: np.concatenate(piece[key]) for key in ("observation", *_STEP_KEYS)}
+    ep["policy"] = {k: np.concatenate(v) for k, v in piece["policy"].items()}
     return ep
 
 
