@@ -30,15 +30,6 @@ if TYPE_CHECKING:
 POLICY_KINDS = ("categorical", "gaussian", "tanh_gaussian")
 
 
-def __getattr__(name: str):
-    """``tfd`` / ``tfb``: ``tfp.distributions`` / ``tfp.bijectors``, imported on first use."""
-    if name in ("tfd", "tfb"):
-        import tensorflow_probability as tfp
-
-        return tfp.distributions if name == "tfd" else tfp.bijectors
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def make_distribution(
     kind: str,
     policy: dict[str, tf.Tensor],
