@@ -15,10 +15,9 @@ import pytest
 import tensorflow as tf
 
 from tfagents_vtrace.agents.acer import AcerConfig, AcerLearner, network_config_for, train
-from tfagents_vtrace.agents.acer.train import make_actor
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.replay import storage
-from tfagents_vtrace.runtime.actor import ActorSpec, build_network
+from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +47,7 @@ def test_q_head_follows_the_action_space():
 def _batch(env_id, net_cfg, t=5, b=3, seed=0):
     network = build_network(net_cfg, env_id)
     spec = ActorSpec(env_id, net_cfg, num_envs=b, unroll_length=t, seed=seed, policy_impl="tf")
-    actor = make_actor(spec, 0, network)
+    actor = Actor(spec, 0, network)
     batch, _ = actor.unroll()
     actor.close()
     return batch

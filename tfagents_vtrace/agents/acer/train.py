@@ -38,15 +38,10 @@ from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
+from tfagents_vtrace.runtime.evaluation import make_evaluator
 from tfagents_vtrace.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
-
-
-def make_actor(spec: ActorSpec, actor_id: int, network, env_factory=None) -> Actor:
-    """An :class:`Actor` on ``network``."""
-    return Actor(spec, actor_id, network=network, env_factory=env_factory)
 
 
 class AcerTrainer:
@@ -95,7 +90,8 @@ class AcerTrainer:
         self.lengths: list[float] = []
         self.last_metrics: dict[str, float] = {}
         self.stats_lock = threading.Lock()
-        self.evaluator = self._make_evaluator()
+        self.evaluator = make_evaluator(run, self._build_network(), env_factory)
+        self._zero_states: dict[int, tuple] = {}
 
     # ------------------------------------------------------------------ construction
     def _build_network(self):
@@ -117,9 +113,6 @@ class AcerTrainer:
         if self._env_factory is None:
             return None
         return lambda seed: self._env_factory(self.run_config.num_envs, seed)
-
-    def _make_evaluator(self) -> Evaluator:
-        return make_evaluator(self.run_config, self._build_network(), self._env_factory)
 
     def _restore_replay(self) -> int:
         path = storage.latest_replay_path(self.logdir, self.env_steps)
@@ -150,7 +143,11 @@ class AcerTrainer:
         return path
 
     def _zero_state(self, batch: int) -> tuple:
-        return tuple(s.numpy() for s in self.learner.network.initial_state(batch))
+        """The network's initial state for ``batch`` as numpy (built once per batch size)."""
+        if batch not in self._zero_states:
+            state = self.learner.network.initial_state(batch)
+            self._zero_states[batch] = tuple(s.numpy() for s in state)
+        return self._zero_states[batch]
 
     def _record(self, info: dict, metrics: dict | None) -> None:
         with self.stats_lock:
@@ -242,7 +239,7 @@ class AcerTrainer:
         return final
 
     def _sync_loop(self, state: dict, progress: Progress) -> None:
-        actor = make_actor(self._spec(0), 0, self.learner.network, self._actor_factory())
+        actor = Actor(self._spec(0), 0, self.learner.network, self._actor_factory())
         try:
             while self.env_steps < self.run_config.total_steps:
                 self.iterate(actor, 0, self.learner.train_step)
@@ -324,7 +321,7 @@ class AcerWorker(threading.Thread):
         super().__init__(name=f"acer-worker-{worker_id}", daemon=True)
         self.trainer, self.worker_id, self.stop = trainer, worker_id, stop
         self.network = trainer._build_network()
-        self.actor = make_actor(
+        self.actor = Actor(
             trainer._spec(worker_id + 1), worker_id, self.network, trainer._actor_factory()
         )
         self._grads = trainer.learner.gradients_fn(self.network)
