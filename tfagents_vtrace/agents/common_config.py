@@ -14,6 +14,7 @@ import dataclasses
 import math
 
 from tfagents_vtrace.agents.common import LR_DECAYS, OPTIMIZERS
+from tfagents_vtrace.runtime.config import check_int  # noqa: F401 - re-exported for agents
 
 
 def check_number(
@@ -33,12 +34,6 @@ def check_choice(name: str, value, choices: tuple[str, ...]) -> None:
     """Raises ValueError unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name}: expected one of {choices}, received {value!r}")
-
-
-def check_int(name: str, value, low: int) -> None:
-    """Raises ValueError unless ``value`` is a non-bool int ``>= low``."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name}: expected an int >= {low}, received {value!r}")
 
 
 def check_bool(name: str, value) -> None:

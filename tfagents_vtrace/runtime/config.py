@@ -9,7 +9,9 @@ BACKENDS = ("local", "ray")
 POLICY_IMPLS = ("auto", "tf", "numpy")
 
 
-def _int_at_least(name: str, value, low: int) -> None:
+def check_int(name: str, value, low: int) -> None:
+    """Raises ValueError unless ``value`` is a non-bool int ``>= low`` (agent configs use it
+    too)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise ValueError(f"{name}: expected an int >= {low}, received {value!r}")
 
@@ -65,15 +67,15 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
             raise ValueError(f"env_id: expected a non-empty str, received {self.env_id!r}")
-        _int_at_least("seed", self.seed, 0)
-        _int_at_least("total_steps", self.total_steps, 1)
-        _int_at_least("num_actors", self.num_actors, 0)
-        _int_at_least("num_envs", self.num_envs, 1)
-        _int_at_least("unroll_length", self.unroll_length, 1)
-        _int_at_least("batch_unrolls", self.batch_unrolls, 1)
-        _int_at_least("queue_capacity", self.queue_capacity, 1)
-        _int_at_least("eval_every", self.eval_every, 0)
-        _int_at_least("eval_episodes", self.eval_episodes, 1)
+        check_int("seed", self.seed, 0)
+        check_int("total_steps", self.total_steps, 1)
+        check_int("num_actors", self.num_actors, 0)
+        check_int("num_envs", self.num_envs, 1)
+        check_int("unroll_length", self.unroll_length, 1)
+        check_int("batch_unrolls", self.batch_unrolls, 1)
+        check_int("queue_capacity", self.queue_capacity, 1)
+        check_int("eval_every", self.eval_every, 0)
+        check_int("eval_episodes", self.eval_episodes, 1)
         if self.policy_impl not in POLICY_IMPLS:
             raise ValueError(
                 f"policy_impl: expected one of {POLICY_IMPLS}, received {self.policy_impl!r}"
