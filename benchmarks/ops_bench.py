@@ -11,8 +11,12 @@ Columns, all computing ``vs`` and ``pg_advantages`` over time-major [T, B] float
                  the fixed cost of a call, which (c) cannot go below.
 
 The runs are interleaved round-robin (one timed sample of every column, then the next), each
-call is synchronised (``.numpy()`` / ``block_until_ready``), and the table shows the median
-time per call and the ratios a/b, a/c and d/c. Usage::
+call is synchronised and the table shows the median time per call and the ratios a/b, a/c
+and d/c. Synchronisation leaves the outputs where each framework computed them: a TF call on
+CPU returns when its outputs are written (eager execution is synchronous; the benchmark checks
+it) and jax waits in ``block_until_ready``. Neither side copies its outputs into new numpy
+arrays (``EagerTensor.numpy()`` copies; ``--copy_outputs`` adds that copy to the TF columns,
+about 0.5 ms per call at (100, 4096), to show the cost). Usage::
 
     python benchmarks/ops_bench.py [--quick] [--samples N]
 """
@@ -114,7 +118,9 @@ def check_agreement(columns) -> None:
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=f"column {key}")
 
 
-def bench_size(t: int, b: int, samples: int, calls: int) -> dict[str, float]:
+def bench_size(
+    t: int, b: int, samples: int, calls: int, copy_outputs: bool = False
+) -> dict[str, float]:
     arrays = make_inputs(t, b)
     tensors = [tf.constant(a) for a in arrays]
     tf_fns = {
@@ -123,7 +129,10 @@ def bench_size(t: int, b: int, samples: int, calls: int) -> dict[str, float]:
         "c": tf.function(ours, jit_compile=True),
         "e": tf.function(call_floor, jit_compile=True),
     }
-    columns = {k: (lambda f=f: [x.numpy() for x in f(*tensors)]) for k, f in tf_fns.items()}
+    if copy_outputs:
+        columns = {k: (lambda f=f: [x.numpy() for x in f(*tensors)]) for k, f in tf_fns.items()}
+    else:
+        columns = {k: (lambda f=f: f(*tensors)) for k, f in tf_fns.items()}
     rlax_fn = make_rlax_column(arrays)
     if rlax_fn is not None:
         columns["d"] = rlax_fn
@@ -155,7 +164,14 @@ def main(argv=None) -> None:
         help="back-to-back calls per timed sample (the mean is one sample); columns still "
         "alternate every sample. 1 times each call cold, right after another column ran",
     )
+    parser.add_argument(
+        "--copy_outputs",
+        action="store_true",
+        help="also copy the TF columns' outputs into numpy arrays (EagerTensor.numpy())",
+    )
     args = parser.parse_args(argv)
+    if not tf.config.experimental.get_synchronous_execution():
+        raise SystemExit("eager execution must be synchronous for these timings")
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
@@ -166,13 +182,14 @@ def main(argv=None) -> None:
     )
     print(f"load average before: {os.getloadavg()[0]:.2f}; times are medians in ms per call")
     print(f"each sample: {1 if args.quick else args.calls} back-to-back calls of one column")
+    print(f"TF outputs copied to numpy: {'yes' if args.copy_outputs else 'no'}")
     header = (
         "(T, B)      | (a) ref scan | (b) ours | (c) ours XLA | (d) rlax | (e) floor "
         "| a/b   | a/c   | d/c"
     )
     rows = []
     for t, b in SIZES:
-        med = bench_size(t, b, samples, 1 if args.quick else args.calls)
+        med = bench_size(t, b, samples, 1 if args.quick else args.calls, args.copy_outputs)
         d = med.get("d")
         d_ms = f"{d * 1e3:8.3f}" if d is not None else "       -"
         d_c = f"{d / med['c']:5.2f}" if d is not None else "    -"
