@@ -85,6 +85,11 @@ def define_train_flags() -> None:
     # Network (NetworkConfig documents each).
     flags.DEFINE_enum("torso", "mlp", ["mlp", "nature_cnn", "impala_resnet"], "Network torso.")
     flags.DEFINE_list("hidden_sizes", ["64", "64"], "MLP hidden sizes.")
+    flags.DEFINE_list(
+        "value_hidden_sizes",
+        None,
+        "Hidden sizes of a separate value MLP (default: the value head shares the torso).",
+    )
     flags.DEFINE_string("activation", "tanh", "MLP activation.")
     flags.DEFINE_integer("cnn_dense_size", None, "Dense layer after a conv torso (default: net's).")
     flags.DEFINE_enum("core", "none", ["none", "lstm"], "Recurrent core.")
@@ -126,6 +131,9 @@ def configs_from_flags():
     network_config = NetworkConfig(
         torso=FLAGS.torso,
         hidden_sizes=tuple(int(h) for h in FLAGS.hidden_sizes),
+        value_hidden_sizes=(
+            None if FLAGS.value_hidden_sizes is None else tuple(map(int, FLAGS.value_hidden_sizes))
+        ),
         activation=FLAGS.activation,
         core=None if FLAGS.core == "none" else FLAGS.core,
         lstm_size=FLAGS.lstm_size,

@@ -122,6 +122,23 @@ def test_mirrored_update_equals_default_update(rng):
     assert not np.allclose(default.network.get_weights()[0], init[0])
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_learner_weights_are_the_updated_variables(rng, jit_compile):
+    """get_weights() after an update (read inside the compiled update) equals an eager read of
+    the variables, i.e. the values after the optimizer step, never before it."""
+    learner = _learner(None, jit_compile=jit_compile)
+    before = learner.network.get_weights()
+    for _ in range(2):
+        learner.train_step(_batch(rng))
+        published = learner.get_weights()
+        current = learner.network.get_weights()
+        assert len(published) == len(current)
+        for a, b in zip(published, current):
+            np.testing.assert_array_equal(a, b)
+        assert not all(np.array_equal(a, b) for a, b in zip(before, published))
+        before = published
+
+
 def test_non_finite_loss_skips_the_update(rng):
     learner = _learner(None)
     before = learner.network.get_weights()

@@ -63,11 +63,13 @@ class ReplicatedLearner:
             self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
             self._make_variables()
         jit = bool(config.jit_compile and self.num_replicas == 1)
-        self._single_step = tf.function(self._single_replica_step, jit_compile=jit, autograph=False)
+        self._single_step = tf.function(self._step_and_weights, jit_compile=jit, autograph=False)
         self._dist_step = tf.function(self._distributed_step, autograph=False)
         weights = list(self.network.weights)
         self._read_weights = tf.function(lambda: [tf.identity(w) for w in weights], autograph=False)
         self._metric_names: list[str] = []
+        # Weights as the last single-replica update left them (read inside that update).
+        self._updated_weights: list[tf.Tensor] | None = None
 
     # ------------------------------------------------------------------ public API
     def train_step(self, batch: dict) -> dict[str, float]:
@@ -77,7 +79,7 @@ class ReplicatedLearner:
         ``nonfinite_streak`` counts consecutive skips).
         """
         if self.num_replicas == 1:
-            out = self._single_step(batch)
+            out, self._updated_weights = self._single_step(batch)
         else:
             out = self._dist_step(self._distribute(batch))
         # One device-to-host copy for all metrics (keys sorted, as stacked in _apply).
@@ -86,10 +88,14 @@ class ReplicatedLearner:
     def get_weights(self) -> list[np.ndarray]:
         """The network weights as numpy arrays, in ``network.get_weights()`` order.
 
-        One compiled call reads every variable (instead of one eager read per variable).
+        After a single-replica update these are the values that update read back as it
+        ended (which saves a second compiled call per update); otherwise one compiled call
+        reads every variable (instead of one eager read per variable).
         """
         if self.num_replicas > 1:
             return self.network.get_weights()
+        if self._updated_weights is not None:
+            return [w.numpy() for w in self._updated_weights]
         return [w.numpy() for w in self._read_weights()]
 
     def checkpoint_items(self) -> dict:
@@ -158,6 +164,12 @@ class ReplicatedLearner:
         inputs = self._step_inputs()
         grads, metrics = self._grads(batch, *inputs)
         return self._apply(grads, metrics, inputs)
+
+    def _step_and_weights(self, batch: dict) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        """The update, then every network weight read after it (automatic control
+        dependencies order each read after the update's writes to that variable)."""
+        metrics = self._single_replica_step(batch)
+        return metrics, [tf.identity(w) for w in self.network.weights]
 
     def _distributed_step(self, batch) -> tf.Tensor:
         inputs = self._step_inputs()

@@ -75,6 +75,11 @@ class ActorCriticNetwork(keras.Model):
             )  # fmt: skip
         self.q_head = None
         self.value_head = None
+        self.value_torso = None
+        if config.value_hidden_sizes is not None:
+            self.value_torso = torsos.MLPTorso(
+                config.value_hidden_sizes, config.activation, self.obs_categories
+            )
         if config.q_head == "stochastic_dueling":
             self.q_head = heads.StochasticDuelingHead(config.sdn_hidden_sizes, config.activation)
         else:
@@ -191,7 +196,7 @@ class ActorCriticNetwork(keras.Model):
         new_state = ()
         if self.core is not None:
             x, new_state = self.core.step(x, inputs.first, tuple(state))
-        policy, value, q = self._heads(x, actions)
+        policy, value, q = self._heads(x, actions, inputs.observation)
         return NetOutput(policy, value, q, new_state)
 
     def unroll(self, inputs: NetInputs, state=(), actions=None) -> NetOutput:
@@ -208,7 +213,7 @@ class ActorCriticNetwork(keras.Model):
         if self.core is not None:
             x, new_state = self.core.unroll(x, inputs.first, tuple(state))
         flat_actions = None if actions is None else _merge_time(tf.convert_to_tensor(actions))
-        policy, value, q = self._heads(_merge_time(x), flat_actions)
+        policy, value, q = self._heads(_merge_time(x), flat_actions, _merge_time(obs))
         split = lambda v: None if v is None else _split_time(v, t, b)
         policy = {k: split(v) for k, v in policy.items()}
         return NetOutput(policy, split(value), split(q), new_state)
@@ -255,8 +260,10 @@ class ActorCriticNetwork(keras.Model):
             parts.append((tf.cast(inputs.prev_reward, tf.float32) * keep)[..., None])
         return tf.concat(parts, axis=-1)
 
-    def _heads(self, x: tf.Tensor, actions):
-        """Heads on ``[N, F]`` -> (policy dict, value ``[N]``, q or None)."""
+    def _heads(self, x: tf.Tensor, actions, observation: tf.Tensor):
+        """Heads on ``[N, F]`` -> (policy dict, value ``[N]``, q or None).
+
+        ``observation`` ``[N, *obs]`` feeds the separate value torso when there is one."""
         policy = self.policy_head(x)
         q = None
         if self.config.q_head == "stochastic_dueling":
@@ -267,7 +274,8 @@ class ActorCriticNetwork(keras.Model):
                 sampled = tf.stop_gradient(dist.sample(self.config.sdn_num_samples))
                 q, value = self.q_head(x, self.encode_action(actions), self.encode_action(sampled))
         else:
-            value = self.value_head(x)
+            value_features = x if self.value_torso is None else self.value_torso(observation)
+            value = self.value_head(value_features)
             if self.q_head is not None:
                 q = self.q_head(x)
         return policy, value, q

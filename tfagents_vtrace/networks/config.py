@@ -45,6 +45,11 @@ class NetworkConfig:
     torso: str = "mlp"
     # Hidden layer sizes of the MLP torso (ignored by the CNN torsos).
     hidden_sizes: tuple[int, ...] = (64, 64)
+    # Separate value network: None (the value head shares the torso) or the hidden sizes of
+    # an MLP of its own on the observation (SB3's default actor-critic layout: the value
+    # gradient then never moves the policy's features). Feed-forward networks with the plain
+    # value head only (core=None, q_head=None).
+    value_hidden_sizes: tuple[int, ...] | None = None
     # Activation of the MLP torso layers (any Keras activation name). CNNs use relu.
     activation: str = "tanh"
     # Width of the dense layer that ends a CNN torso; None = the paper's (512 Nature, 256 IMPALA).
@@ -93,6 +98,17 @@ class NetworkConfig:
         object.__setattr__(self, "sdn_hidden_sizes", tuple(int(h) for h in self.sdn_hidden_sizes))
         for h in self.hidden_sizes:
             _check_positive("hidden_sizes", h)
+        if self.value_hidden_sizes is not None:
+            sizes = tuple(int(h) for h in self.value_hidden_sizes)
+            object.__setattr__(self, "value_hidden_sizes", sizes)
+            for h in sizes:
+                _check_positive("value_hidden_sizes", h)
+            if self.core is not None or self.q_head is not None:
+                raise ValueError(
+                    "NetworkConfig.value_hidden_sizes needs a feed-forward network with the "
+                    f"plain value head (core=None, q_head=None), got core={self.core!r}, "
+                    f"q_head={self.q_head!r}"
+                )
         for h in self.sdn_hidden_sizes:
             _check_positive("sdn_hidden_sizes", h)
         if self.cnn_dense_size is not None:
