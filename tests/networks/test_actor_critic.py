@@ -197,3 +197,42 @@ def test_unroll_traces_once_for_dynamic_time_and_batch(rng):
         expected = net.unroll(inputs, net.initial_state(B)).value
         np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-5)
     assert unroll.experimental_get_tracing_count() == 1
+
+
+def test_separate_value_network_is_a_function_of_the_observation_alone(rng):
+    """value_hidden_sizes: V(s) = head(MLP_v(s)) on weights of its own. Its gradient reaches
+    none of the policy torso's weights (and the policy's none of the value MLP's), and V
+    equals a numpy forward pass through the value MLP and value head only."""
+    config = NetworkConfig(hidden_sizes=(8, 8), value_hidden_sizes=(5,))
+    net = make_network(config, BOX_OBS, DISCRETE)
+    inputs = random_inputs(net, rng, 3, 4)
+    with tf.GradientTape(persistent=True) as tape:
+        out = net.unroll(inputs)
+        value_sum = tf.reduce_sum(out.value)
+        logits_sum = tf.reduce_sum(out.policy["logits"])
+    torso_vars = net.torso.trainable_variables
+    value_vars = net.value_torso.trainable_variables
+    assert all(g is None for g in tape.gradient(value_sum, torso_vars))
+    assert all(g is None for g in tape.gradient(logits_sum, value_vars))
+    assert all(g is not None for g in tape.gradient(value_sum, value_vars))
+    [(kernel, bias)] = [(d.kernel, d.bias) for d in net.value_torso.dense_layers]
+    head = net.value_head
+    head_kernel, head_bias = head.trainable_variables
+    h = np.tanh(inputs.observation @ kernel.numpy() + bias.numpy())
+    want = (h @ head_kernel.numpy() + head_bias.numpy())[..., 0]
+    np.testing.assert_allclose(out.value.numpy(), want, rtol=1e-5, atol=1e-5)
+    step = net(at(inputs, 1))
+    np.testing.assert_allclose(step.value.numpy(), want[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(value_hidden_sizes=(0,)), "value_hidden_sizes"),
+        (dict(value_hidden_sizes=(8,), core="lstm"), "value_hidden_sizes.*core='lstm'"),
+        (dict(value_hidden_sizes=(8,), q_head="discrete"), "value_hidden_sizes.*q_head='discrete'"),
+    ],
+)
+def test_separate_value_network_bad_config_names_the_field(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        NetworkConfig(**kwargs)
