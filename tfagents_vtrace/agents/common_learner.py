@@ -66,8 +66,7 @@ class ReplicatedLearner:
         # Single replica: one concrete function per batch signature (see _single_step).
         self._concrete_steps: dict[tuple, Callable] = {}
         self._dist_step = tf.function(self._distributed_step, autograph=False)
-        weights = list(self.network.weights)
-        self._read_weights = tf.function(lambda: [tf.identity(w) for w in weights], autograph=False)
+        self._read_weights = tf.function(self._weight_values, autograph=False)
         self._metric_names: list[str] = []
         # Weights as the last single-replica update left them (read inside that update).
         self._updated_weights: list[tf.Tensor] | None = None
@@ -182,11 +181,9 @@ class ReplicatedLearner:
         if entry is None:
             entry = self._concrete_steps[key] = self._trace_flat_step(batch, leaves)
         step, groups = entry
-        flat = [
-            np.concatenate([leaves[i].ravel() for i in idx]) if len(idx) > 1 else leaves[idx[0]]
-            for idx in groups
-        ]
-        return step(*[tf.constant(x.ravel()) for x in flat])
+        return step(
+            *[tf.constant(np.concatenate([leaves[i].ravel() for i in idx])) for idx in groups]
+        )
 
     def _trace_flat_step(self, structure, leaves: list[np.ndarray]):
         """``(concrete function of one flat 1-D array per dtype, leaf indices per dtype)``."""
@@ -216,7 +213,11 @@ class ReplicatedLearner:
         """The update, then every network weight read after it (automatic control
         dependencies order each read after the update's writes to that variable)."""
         metrics = self._single_replica_step(batch)
-        return metrics, [tf.identity(w) for w in self.network.weights]
+        return metrics, self._weight_values()
+
+    def _weight_values(self) -> list[tf.Tensor]:
+        """Every network weight's current value, in ``network.weights`` order."""
+        return [tf.identity(w) for w in self.network.weights]
 
     def _distributed_step(self, batch) -> tf.Tensor:
         inputs = self._step_inputs()

@@ -16,7 +16,6 @@ import collections
 import dataclasses
 import logging
 import math
-import os
 import queue
 import threading
 import time
@@ -225,26 +224,18 @@ class Trainer:
             last_eval = self._evaluate(evaluator)
             self._write_row(self._last_metrics, last_eval, progress)
         evaluator.close()
-        self.save()
-        train_wall = self.wall_time()
-        if run.export_policy:
-            from tfagents_vtrace.export import export_policy
-
-            export_policy(self.learner.network, os.path.join(self.logdir, "policy"), overwrite=True)
-        self.metrics.close()
-        return {
-            "final": True,
-            "step": int(self.env_steps),
-            "wall_time": round(self.wall_time(), 3),
-            "train_wall_time": round(train_wall, 3),
-            "solve_wall_time": solved_wall,
-            "train_sps": round(train_sps, 1),
-            "eval_return": last_eval["eval_return"],
-            "updates": int(self.updates),
-            "episodes": int(self.stats.episodes),
-            "env_restarts": int(self.env_restarts()),
-            "resumed": bool(self.resumed),
-        }
+        return run_dir.finish_run(
+            self,
+            self.learner.network,
+            last_eval,
+            solved_wall,
+            self.env_steps,
+            train_sps=round(train_sps, 1),
+            updates=int(self.updates),
+            episodes=int(self.stats.episodes),
+            env_restarts=int(self.env_restarts()),
+            resumed=bool(self.resumed),
+        )
 
     def _next_unroll(self, unrolls: queue.Queue, threads: list[ActorThread]):
         if self._inline is not None:

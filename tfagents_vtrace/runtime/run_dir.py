@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -285,3 +286,47 @@ def restore_network(logdir: str):
     status = tf.train.Checkpoint(network_weights=list(network.weights)).restore(latest)
     status.expect_partial().assert_existing_objects_matched()
     return network
+
+
+def finish_run(
+    trainer,
+    network,
+    last_eval: dict,
+    solved_wall: float | None,
+    step: int,
+    *,
+    export: Callable[[str], None] | None = None,
+    **extra,
+) -> dict:
+    """Ends ``trainer``'s run the same way for every training loop; returns the final row.
+
+    Saves a last checkpoint, exports the policy to ``LOGDIR/policy`` when
+    ``run_config.export_policy`` asks for it (``export(path)`` when given, else
+    :func:`tfagents_vtrace.export.export_policy` of ``network``, overwriting) and closes the
+    metrics file. ``trainer`` has ``save()``, ``wall_time()``, ``metrics``, ``run_config``
+    and ``logdir``; ``last_eval`` is the newest evaluation row (``step``, ``eval_return``);
+    ``solved_wall`` the wall time at which ``stop_return`` was reached, or None. The row
+    holds ``final``, ``step``, ``wall_time``, ``train_wall_time`` (before the export),
+    ``solve_wall_time``, ``solve_step`` and ``eval_return``, then ``extra`` in order.
+    """
+    trainer.save()
+    train_wall = trainer.wall_time()
+    if trainer.run_config.export_policy:
+        path = os.path.join(trainer.logdir, "policy")
+        if export is not None:
+            export(path)
+        else:
+            from tfagents_vtrace.export import export_policy
+
+            export_policy(network, path, overwrite=True)
+    trainer.metrics.close()
+    return {
+        "final": True,
+        "step": int(step),
+        "wall_time": round(trainer.wall_time(), 3),
+        "train_wall_time": round(train_wall, 3),
+        "solve_wall_time": solved_wall,
+        "solve_step": last_eval["step"] if solved_wall is not None else None,
+        "eval_return": last_eval["eval_return"],
+        **extra,
+    }

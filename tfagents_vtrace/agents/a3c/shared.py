@@ -109,11 +109,7 @@ class A3CLearner:
     ):
         if not isinstance(config, A3CConfig):
             raise ValueError(f"config: expected an A3CConfig, received {type(config)}")
-        if strategy is not None and strategy.num_replicas_in_sync != 1:
-            raise ValueError(
-                f"strategy: A3C runs on threads, expected 1 replica, received "
-                f"{strategy.num_replicas_in_sync}"
-            )
+        common.require_single_replica(strategy, "A3C")
         self.config = config
         self.total_steps = total_steps
         self.network = network_factory()

@@ -32,7 +32,6 @@ from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
 from tfagents_vtrace.agents.a3c.worker import Worker, WorkerStats
-from tfagents_vtrace.agents.common_trainer import finish_run
 from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
@@ -210,7 +209,8 @@ class A3CTrainer:
         elif last_eval is None or last_eval["step"] != step:
             last_eval = self.evaluate()
             self.metrics.write(self._row(last_eval, (step, time.monotonic())))
-        return finish_run(
+        self.evaluator.close()
+        return run_dir.finish_run(
             self,
             self.learner.network,
             last_eval,
@@ -238,9 +238,5 @@ def train(
     accepted and must be None or single-replica (A3C runs on threads).
     """
     strategy = kwargs.pop("strategy", None)
-    if strategy is not None and strategy.num_replicas_in_sync != 1:
-        raise ValueError(
-            f"strategy: A3C runs on threads, expected 1 replica, received "
-            f"{strategy.num_replicas_in_sync}"
-        )
+    common.require_single_replica(strategy, "A3C")
     return A3CTrainer(run, agent_config, network_config, logdir, **kwargs).run()

@@ -44,10 +44,7 @@ class AcerLearner:
     ):
         if not isinstance(config, AcerConfig):
             raise ValueError(f"config: expected an AcerConfig, received {type(config)}")
-        if strategy is not None and strategy.num_replicas_in_sync != 1:
-            raise ValueError(
-                f"strategy: ACER expects 1 replica, received {strategy.num_replicas_in_sync}"
-            )
+        common.require_single_replica(strategy, "ACER")
         self.config = config
         self.network = network_factory()
         self.average_network = network_factory()

@@ -32,7 +32,6 @@ import tensorflow as tf
 from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
-from tfagents_vtrace.agents.common_trainer import finish_run
 from tfagents_vtrace.replay import storage
 from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.runtime import run_dir
@@ -300,7 +299,8 @@ class AcerTrainer:
         elif last_eval is None or last_eval["step"] != self.env_steps:
             last_eval = self.evaluate()
             self.metrics.write(self.row(last_eval, state["last"]))
-        return finish_run(
+        self.evaluator.close()
+        return run_dir.finish_run(
             self,
             self.learner.network,
             last_eval,
@@ -363,8 +363,5 @@ def train(run: RunConfig, agent_config: AcerConfig, network_config, logdir: str,
     ``agent_name``; ``strategy`` must be None or single-replica.
     """
     strategy = kwargs.pop("strategy", None)
-    if strategy is not None and strategy.num_replicas_in_sync != 1:
-        raise ValueError(
-            f"strategy: ACER expects 1 replica, received {strategy.num_replicas_in_sync}"
-        )
+    common.require_single_replica(strategy, "ACER")
     return AcerTrainer(run, agent_config, network_config, logdir, **kwargs).run()

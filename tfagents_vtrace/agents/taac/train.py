@@ -22,7 +22,6 @@ rows add ``eval_repeat_length``, the same over the greedy episodes.
 from __future__ import annotations
 
 import collections
-import os
 import re
 import time
 
@@ -282,34 +281,27 @@ class TaacTrainer:
             self.metrics.write(
                 self._row(last_eval, (self.step, time.monotonic()), returns, window, learn)
             )
-        self.save()
-        train_wall = self.wall_time()
-        if self.run_config.export_policy:
-            from tfagents_vtrace.agents.taac.export import export_taac_policy
+        from tfagents_vtrace.agents.taac.export import export_taac_policy
 
-            export_taac_policy(
-                self.learner,
-                os.path.join(self.logdir, "policy"),
-                self.env.single_action_space,
-                overwrite=True,
-            )
-        self.metrics.close()
+        action_space = self.env.single_action_space
+        row = run_dir.finish_run(
+            self,
+            None,
+            last_eval,
+            solved_wall,
+            self.step,
+            export=lambda path: export_taac_policy(
+                self.learner, path, action_space, overwrite=True
+            ),
+            eval_repeat_length=last_eval["eval_repeat_length"],
+            updates=int(self.learner.updates.numpy()),
+            episodes=int(self.episodes),
+            resumed=bool(self.resumed),
+        )
         self.env.close()
         if self.eval_env is not None:
             self.eval_env.close()
-        return {
-            "final": True,
-            "step": int(self.step),
-            "wall_time": round(self.wall_time(), 3),
-            "train_wall_time": round(train_wall, 3),
-            "solve_wall_time": solved_wall,
-            "solve_step": last_eval["step"] if solved_wall is not None else None,
-            "eval_return": last_eval["eval_return"],
-            "eval_repeat_length": last_eval["eval_repeat_length"],
-            "updates": int(self.learner.updates.numpy()),
-            "episodes": int(self.episodes),
-            "resumed": bool(self.resumed),
-        }
+        return row
 
 
 def train(run: RunConfig, agent_config: TaacConfig, network_config, logdir: str, **kwargs) -> dict:
@@ -319,8 +311,5 @@ def train(run: RunConfig, agent_config: TaacConfig, network_config, logdir: str,
     ``agent_name``; ``strategy`` must be None or single-replica.
     """
     strategy = kwargs.pop("strategy", None)
-    if strategy is not None and strategy.num_replicas_in_sync != 1:
-        raise ValueError(
-            f"strategy: TAAC trains on one replica, received {strategy.num_replicas_in_sync}"
-        )
+    common.require_single_replica(strategy, "TAAC")
     return TaacTrainer(run, agent_config, logdir, network_config=network_config, **kwargs).run()
