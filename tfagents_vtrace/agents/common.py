@@ -8,6 +8,8 @@ training, and rewards clipped to [-1, 1] ("abs_one") or squashed asymmetrically
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -263,3 +265,73 @@ def require_local_backend(run, agent_name: str) -> None:
             f"backend: {agent_name} acts in the training process, expected 'local', "
             f"received {run.backend!r} (--backend=ray serves the IMPALA and A2C runtime)"
         )
+
+
+class BatchFunction:
+    """``fn(batch, *args)`` compiled once per signature and called with little Python.
+
+    ``batch`` is a nest (dicts, tuples) of numpy arrays, e.g. the runtime's unroll layout;
+    ``args`` are a few tensors or numbers (e.g. an entropy weight). Each signature (batch
+    structure, leaf shapes and dtypes, args' shapes and dtypes) is traced once into a
+    concrete function. The batch crosses into TensorFlow as one flat array per dtype (the
+    leaves concatenated on the host, split and reshaped again inside the graph).
+
+    Calling a ``tf.function`` with the nested numpy batch instead costs about 1 ms more per
+    call on the 2-core reference machine (trace-type lookup and one Python-level conversion
+    per leaf), more than a whole CartPole update.
+    """
+
+    def __init__(self, fn: Callable, jit_compile: bool = False):
+        self._fn = fn
+        self._jit = bool(jit_compile)
+        self._concrete: dict[tuple, tuple[Callable, list[list[int]]]] = {}
+
+    def __call__(self, batch, *args):
+        leaves = [np.asarray(x) for x in tf.nest.flatten(batch)]
+        args = [tf.convert_to_tensor(a) for a in args]
+        key = (
+            _structure_key(batch),
+            *((a.shape, a.dtype.str) for a in leaves),
+            *((tuple(a.shape), a.dtype.name) for a in args),
+        )
+        entry = self._concrete.get(key)
+        if entry is None:
+            entry = self._concrete[key] = self._trace(batch, leaves, args)
+        step, groups = entry
+        buffers = [tf.constant(np.concatenate([leaves[i].ravel() for i in idx])) for idx in groups]
+        return step(*buffers, *args)
+
+    def _trace(self, structure, leaves: list[np.ndarray], args: list[tf.Tensor]):
+        """``(concrete function of the flat per-dtype buffers and args, leaf indices per
+        buffer)``."""
+        by_dtype: dict[str, list[int]] = {}
+        for i, a in enumerate(leaves):
+            by_dtype.setdefault(a.dtype.str, []).append(i)
+        groups = list(by_dtype.values())
+
+        def flat_fn(*inputs):
+            buffers, rest = inputs[: len(groups)], inputs[len(groups) :]
+            out = [None] * len(leaves)
+            for buffer, idx in zip(buffers, groups):
+                sizes = [int(leaves[i].size) for i in idx]
+                for i, part in zip(idx, tf.split(buffer, sizes)):
+                    out[i] = tf.reshape(part, leaves[i].shape)
+            return self._fn(tf.nest.pack_sequence_as(structure, out), *rest)
+
+        specs = [
+            tf.TensorSpec(
+                [sum(int(leaves[i].size) for i in idx)], tf.as_dtype(leaves[idx[0]].dtype)
+            )
+            for idx in groups
+        ] + [tf.TensorSpec(a.shape, a.dtype) for a in args]
+        traced = tf.function(flat_fn, jit_compile=self._jit, autograph=False)
+        return traced.get_concrete_function(*specs), groups
+
+
+def _structure_key(nest) -> object:
+    """A hashable description of a nest's structure (dict keys, sequence types and lengths)."""
+    if isinstance(nest, dict):
+        return tuple((k, _structure_key(nest[k])) for k in sorted(nest))
+    if isinstance(nest, list | tuple):
+        return (type(nest).__name__, tuple(_structure_key(v) for v in nest))
+    return None

@@ -62,9 +62,8 @@ class ReplicatedLearner:
             self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
             self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
             self._make_variables()
-        self._jit = bool(config.jit_compile and self.num_replicas == 1)
-        # Single replica: one concrete function per batch signature (see _single_step).
-        self._concrete_steps: dict[tuple, Callable] = {}
+        jit = bool(config.jit_compile and self.num_replicas == 1)
+        self._single_step = common.BatchFunction(self._step_and_weights, jit_compile=jit)
         self._dist_step = tf.function(self._distributed_step, autograph=False)
         self._read_weights = tf.function(self._weight_values, autograph=False)
         self._metric_names: list[str] = []
@@ -165,50 +164,6 @@ class ReplicatedLearner:
         grads, metrics = self._grads(batch, *inputs)
         return self._apply(grads, metrics, inputs)
 
-    def _single_step(self, batch: dict) -> tuple[tf.Tensor, list[tf.Tensor]]:
-        """Runs the compiled single-replica update on the numpy batch.
-
-        The update is traced once per batch signature (structure, shapes, dtypes) into a
-        concrete function. The batch crosses into TensorFlow as one flat array per dtype
-        (the leaves concatenated on the host, split and reshaped again inside the graph).
-        Calling a ``tf.function`` with the nested numpy batch instead costs about 1 ms more
-        per update on the 2-core reference machine (trace-type lookup and one Python-level
-        conversion per leaf), more than the whole CartPole update itself.
-        """
-        leaves = [np.asarray(x) for x in tf.nest.flatten(batch)]
-        key = (_structure_key(batch), *((a.shape, a.dtype.str) for a in leaves))
-        entry = self._concrete_steps.get(key)
-        if entry is None:
-            entry = self._concrete_steps[key] = self._trace_flat_step(batch, leaves)
-        step, groups = entry
-        return step(
-            *[tf.constant(np.concatenate([leaves[i].ravel() for i in idx])) for idx in groups]
-        )
-
-    def _trace_flat_step(self, structure, leaves: list[np.ndarray]):
-        """``(concrete function of one flat 1-D array per dtype, leaf indices per dtype)``."""
-        by_dtype: dict[str, list[int]] = {}
-        for i, a in enumerate(leaves):
-            by_dtype.setdefault(a.dtype.str, []).append(i)
-        groups = list(by_dtype.values())
-
-        def step(*buffers):
-            out = [None] * len(leaves)
-            for buffer, idx in zip(buffers, groups):
-                sizes = [int(leaves[i].size) for i in idx]
-                for i, part in zip(idx, tf.split(buffer, sizes)):
-                    out[i] = tf.reshape(part, leaves[i].shape)
-            return self._step_and_weights(tf.nest.pack_sequence_as(structure, out))
-
-        traced = tf.function(step, jit_compile=self._jit, autograph=False)
-        specs = [
-            tf.TensorSpec(
-                [sum(int(leaves[i].size) for i in idx)], tf.as_dtype(leaves[idx[0]].dtype)
-            )
-            for idx in groups
-        ]
-        return traced.get_concrete_function(*specs), groups
-
     def _step_and_weights(self, batch: dict) -> tuple[tf.Tensor, list[tf.Tensor]]:
         """The update, then every network weight read after it (automatic control
         dependencies order each read after the update's writes to that variable)."""
@@ -230,12 +185,3 @@ class ReplicatedLearner:
     def _distribute(self, batch: dict):
         """Splits the numpy batch along B over the replicas (common.distribute_batch)."""
         return common.distribute_batch(self.strategy, batch)
-
-
-def _structure_key(nest) -> object:
-    """A hashable description of a nest's structure (dict keys, sequence types and lengths)."""
-    if isinstance(nest, dict):
-        return tuple((k, _structure_key(nest[k])) for k in sorted(nest))
-    if isinstance(nest, list | tuple):
-        return (type(nest).__name__, tuple(_structure_key(v) for v in nest))
-    return None

@@ -117,7 +117,7 @@ class A3CLearner:
         self.shared = SharedOptimizer(
             self.network.trainable_variables, self.optimizer, record_order=record_order
         )
-        self._grads = tf.function(self._grads_fn, autograph=False)
+        self._grads = common.BatchFunction(self._grads_fn)
 
     def entropy_coef(self, step: int | None = None) -> float:
         """The entropy weight at global step ``step`` (default: now)."""

@@ -21,6 +21,7 @@ import threading
 
 import tensorflow as tf
 
+from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.a3c.shared import A3CLearner, compute_gradients, finish_update
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec
 
@@ -81,7 +82,7 @@ class Worker(threading.Thread):
         self.steps = 0
         self.updates = 0
         self.error: BaseException | None = None
-        self._grads = tf.function(self._grads_fn, autograph=False)
+        self._grads = common.BatchFunction(self._grads_fn)
 
     def _grads_fn(self, batch: dict, entropy_coef: tf.Tensor):
         return compute_gradients(self.network, self.learner.config, batch, entropy_coef)

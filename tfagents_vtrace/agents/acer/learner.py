@@ -56,9 +56,7 @@ class AcerLearner:
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.lock = threading.Lock()
         self.stats = {"average_value": 0.0, "average_entropy": 0.0, "average_kl": 0.0}
-        self._step = tf.function(
-            self._train_step_fn, jit_compile=config.jit_compile, autograph=False
-        )
+        self._step = common.BatchFunction(self._train_step_fn, jit_compile=config.jit_compile)
         self._apply = tf.function(self._apply_fn, autograph=False)
         self._metric_names: list[str] = []
 
@@ -79,7 +77,7 @@ class AcerLearner:
                 loss, metrics = acer_loss(network, self.average_network, self.config, batch)
             return tape.gradient(loss, network.trainable_variables), metrics
 
-        return tf.function(fn, autograph=False)
+        return common.BatchFunction(fn)
 
     def apply_gradients(self, grads, metrics: dict) -> dict[str, float]:
         """Applies a worker's gradients to the global network (serialized by ``lock``)."""
