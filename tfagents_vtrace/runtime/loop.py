@@ -13,6 +13,7 @@ updates are skipped by the learner and ``max_nonfinite_updates`` in a row stop t
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import math
@@ -175,6 +176,10 @@ class Trainer:
     def run(self) -> dict:
         """Trains until ``total_steps``, ``stop_return`` or a fatal error; returns the final row."""
         run = self.run_config
+        finished = self.resumed and run_dir.finished_row(self.chief_logdir, run, self.env_steps)
+        if finished:  # nothing left to do: no actors, no new rows, no export
+            self.metrics.close()
+            return finished
         store = WeightStore()
         store.publish(self.updates, self.learner.get_weights())
         unrolls: queue.Queue = queue.Queue(maxsize=run.queue_capacity)
@@ -210,15 +215,22 @@ class Trainer:
         last_eval = None
         solved_wall = None
         loop_start, loop_steps = time.monotonic(), self.env_steps
-        try:
-            last_eval, solved_wall = self._loop(threads, unrolls, store, evaluator, progress)
-        finally:
-            stop.set()
-            for thread in threads:
-                thread.join(timeout=10)
-            progress.close()
-            if self._inline is not None:
-                self._inline.close()
+        # Multi-worker saves are collective, so only a single process saves on Ctrl-C.
+        on_interrupt = (
+            run_dir.checkpoint_on_interrupt(self, lambda: self.env_steps)
+            if self.role.task_type is None
+            else contextlib.nullcontext()
+        )
+        with on_interrupt:
+            try:
+                last_eval, solved_wall = self._loop(threads, unrolls, store, evaluator, progress)
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join(timeout=10)
+                progress.close()
+                if self._inline is not None:
+                    self._inline.close()
         train_sps = (self.env_steps - loop_steps) / max(time.monotonic() - loop_start, 1e-9)
         if last_eval is None or last_eval["step"] != self.env_steps:
             last_eval = self._evaluate(evaluator)

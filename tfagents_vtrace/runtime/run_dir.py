@@ -7,6 +7,16 @@ Layout (DESIGN.md "Experiments contract")::
     DIR/events.out.tfevents.*   TensorBoard scalars (same values)
     DIR/checkpoints/       tf.train.CheckpointManager checkpoints
     DIR/policy/            SavedModel written at the end of training
+    DIR/final.json         the final row of a run that ended (``finish_run``)
+
+Before a run starts, :func:`prepare_logdir` checks ``DIR``: a directory holding files but
+no checkpoint is refused (nothing a user wrote is replaced without ``overwrite=True``), and
+so is a checkpointed run of another agent, environment or network (its checkpoint could not
+be restored); other config changes are allowed, listed, and the previous ``config.json`` is
+kept as ``config.before-resume-<n>.json``. A run that already ended (``final.json`` at the
+checkpoint's step, with ``total_steps`` or ``stop_return`` reached) is not trained again
+(:func:`finished_row`). Ctrl-C (or SIGTERM, which ``experiments.train`` turns into one) inside
+:func:`checkpoint_on_interrupt` writes a checkpoint before the run stops.
 
 Resuming: rows of metrics.jsonl and TensorBoard summaries with a step beyond the restored
 checkpoint's step are dropped (they will be recomputed), so steps stay strictly increasing
@@ -15,10 +25,13 @@ and nothing appears twice, in the JSON log or in TensorBoard.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import json
 import os
+import shutil
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,10 +51,10 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def write_config(logdir: str, config: dict) -> str:
-    """Writes ``config`` (dataclasses allowed) to ``DIR/config.json``; returns the path."""
+def write_config(logdir: str, config: dict, name: str = "config.json") -> str:
+    """Writes ``config`` (dataclasses allowed) to ``DIR/name`` atomically; returns the path."""
     os.makedirs(logdir, exist_ok=True)
-    path = os.path.join(logdir, "config.json")
+    path = os.path.join(logdir, name)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(_jsonable(config), f, indent=2, sort_keys=True)
@@ -320,7 +333,7 @@ def finish_run(
 
             export_policy(network, path, overwrite=True)
     trainer.metrics.close()
-    return {
+    final = {
         "final": True,
         "step": int(step),
         "wall_time": round(trainer.wall_time(), 3),
@@ -330,3 +343,150 @@ def finish_run(
         "eval_return": last_eval["eval_return"],
         **extra,
     }
+    write_config(trainer.logdir, final, name="final.json")
+    return final
+
+
+# ---------------------------------------------------------------- starting and stopping runs
+# Entries a run writes into its directory (``prepare_logdir(overwrite=True)`` removes them).
+_RUN_ENTRIES = ("config.json", "metrics.jsonl", "final.json", "checkpoints", "policy")
+# Config entries that must match to resume: the checkpoint holds their variables.
+_STRUCTURAL = ("agent", "env_id", "network_config")
+
+
+def has_checkpoint(logdir: str) -> bool:
+    """Whether ``DIR/checkpoints`` holds a checkpoint (``tf.train.CheckpointManager`` state)."""
+    ckpt_dir = os.path.join(logdir, "checkpoints")
+    return os.path.exists(os.path.join(ckpt_dir, "checkpoint")) and bool(
+        glob.glob(os.path.join(ckpt_dir, "ckpt-*.index"))
+    )
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """``"key: old -> new"`` for every leaf that differs between two config.json dicts."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(set(old) | set(new)):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            out += _differences(old.get(key), new.get(key), name)
+        return out
+    return [] if old == new else [f"{prefix}: {old!r} -> {new!r}"]
+
+
+def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False, write: bool = True):
+    """Checks that a run with ``config`` may start in ``logdir``; returns ``"new"`` or
+    ``"resume"``.
+
+    ``config`` is the dict :func:`write_run_config` stores (``agent``, ``env_id``,
+    ``agent_config``, ``network_config``, ``run_config``). ``overwrite=True`` removes the
+    entries of a previous run (``config.json``, ``metrics.jsonl``, ``final.json``,
+    ``checkpoints/``, ``policy/``, TensorBoard event files) and starts afresh. ``write=False``
+    (multi-worker non-chief processes) only checks.
+
+    Raises:
+      ValueError: naming ``logdir``, when it holds files but no checkpoint, or a checkpointed
+        run whose agent, environment or network differs from ``config``.
+    """
+    if not os.path.isdir(logdir):
+        if os.path.exists(logdir):
+            raise ValueError(f"logdir: {logdir!r} exists and is not a directory")
+        return "new"
+    entries = sorted(e for e in os.listdir(logdir) if e != "checkpoints" or has_checkpoint(logdir))
+    if overwrite:
+        if write:
+            for entry in _RUN_ENTRIES:
+                path = os.path.join(logdir, entry)
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                elif os.path.exists(path):
+                    os.remove(path)
+            for path in glob.glob(os.path.join(logdir, "events.out.tfevents.*")):
+                os.remove(path)
+        return "new"
+    if not entries:
+        return "new"
+    if not has_checkpoint(logdir):
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        raise ValueError(
+            f"logdir: {logdir!r} already holds files ({shown}) but no checkpoint to resume; "
+            "choose another logdir, or overwrite=True (--overwrite) to replace that run"
+        )
+    old = json.loads(json.dumps(_jsonable(read_config(logdir))))
+    new = json.loads(json.dumps(_jsonable(config)))
+    structural = _differences(
+        {k: old.get(k) for k in _STRUCTURAL}, {k: new.get(k) for k in _STRUCTURAL}
+    )
+    if structural:
+        raise ValueError(
+            f"logdir: {logdir!r} holds a run of agent={old.get('agent')!r} on "
+            f"env={old.get('env_id')!r} whose checkpoint this command cannot resume; it differs "
+            f"in {'; '.join(structural)}. Choose another logdir, or overwrite=True (--overwrite)"
+        )
+    changed = _differences(old, new)
+    if changed and write:
+        n = 1
+        while os.path.exists(os.path.join(logdir, f"config.before-resume-{n}.json")):
+            n += 1
+        kept = os.path.join(logdir, f"config.before-resume-{n}.json")
+        shutil.copyfile(os.path.join(logdir, "config.json"), kept)
+        print(
+            f"Resuming {logdir} with a changed config ({'; '.join(changed)}); the previous "
+            f"config is kept as {os.path.basename(kept)}.",
+            file=sys.stderr,
+        )
+    return "resume"
+
+
+def finished_row(logdir: str, run, step: int) -> dict | None:
+    """The final row of the run in ``logdir`` if it already ended at ``step`` (the restored
+    checkpoint's) and ``run`` asks for nothing more; else None.
+
+    Nothing more: ``step >= run.total_steps``, or the run was solved (``solve_step``) and
+    ``run.stop_return`` is at most the return it reached. The row gains
+    ``already_finished: True``.
+    """
+    path = os.path.join(logdir, "final.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            final = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return None
+    if final.get("step") != step:
+        return None
+    solved = (
+        final.get("solve_step") is not None
+        and run.stop_return is not None
+        and final.get("eval_return") is not None
+        and final["eval_return"] >= run.stop_return
+    )
+    if step < run.total_steps and not solved:
+        return None
+    return {**final, "already_finished": True}
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Training stopped by Ctrl-C or SIGTERM after a checkpoint was written.
+
+    Attributes: ``step`` (environment steps saved) and ``path`` (the checkpoint).
+    """
+
+    def __init__(self, step: int, path: str):
+        super().__init__(f"interrupted at step {step}; checkpoint {path}")
+        self.step, self.path = step, path
+
+
+@contextlib.contextmanager
+def checkpoint_on_interrupt(trainer, step: Callable[[], int]):
+    """Inside, a ``KeyboardInterrupt`` first saves ``trainer`` (``save()``, then its
+    ``metrics`` are closed) and is re-raised as :class:`RunInterrupted`; ``step()`` gives the
+    environment steps it saved. Re-running the same command resumes from that checkpoint."""
+    try:
+        yield
+    except RunInterrupted:
+        raise
+    except KeyboardInterrupt:
+        path = trainer.save()
+        trainer.metrics.close()
+        raise RunInterrupted(int(step()), path) from None
