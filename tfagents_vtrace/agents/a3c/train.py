@@ -39,6 +39,55 @@ from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
 from tfagents_vtrace.runtime.progress import Progress
 
 
+class StepBudget:
+    """The global steps the workers may still take: claimed a rollout at a time.
+
+    Args:
+      start: steps already taken (the restored global step).
+      total: ``total_steps``; claims stop once this many are claimed, so the claimed total
+        stays below ``total + steps`` of one claim.
+    """
+
+    def __init__(self, start: int, total: int):
+        self.claimed, self.total = int(start), int(total)
+        self._lock = threading.Lock()
+
+    def claim(self, steps: int) -> bool:
+        """Claims ``steps`` if fewer than ``total`` are claimed; returns whether it did."""
+        with self._lock:
+            if self.claimed >= self.total:
+                return False
+            self.claimed += int(steps)
+            return True
+
+    def release(self, steps: int) -> None:
+        """Gives back a claim whose rollout was not counted."""
+        with self._lock:
+            self.claimed -= int(steps)
+
+
+class _BudgetWorker(Worker):
+    """A :class:`Worker` that claims each rollout from a :class:`StepBudget` first."""
+
+    def __init__(self, *args, budget: StepBudget, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.budget = budget
+        self._rollout = self.spec.unroll_length * self.spec.num_envs
+
+    def _done(self) -> bool:
+        return self.stop.is_set() or not self.budget.claim(self._rollout)
+
+    def run_once(self) -> dict[str, float] | None:
+        try:
+            out = super().run_once()
+        except BaseException:
+            self.budget.release(self._rollout)
+            raise
+        if out is None:  # the environment failed: the rollout was dropped, not counted
+            self.budget.release(self._rollout)
+        return out
+
+
 class A3CTrainer:
     """Builds the global learner, the workers, evaluator and run directory; :meth:`run` trains.
 
@@ -86,8 +135,9 @@ class A3CTrainer:
         if env_factory is not None:
             factory = lambda seed: env_factory(run.num_envs, seed)
         restart = self.learner.shared.step
+        self.budget = StepBudget(restart, run.total_steps)
         self.workers = [
-            Worker(
+            _BudgetWorker(
                 i,
                 self.learner,
                 ActorSpec(
@@ -102,8 +152,8 @@ class A3CTrainer:
                 build_network(network_config, run.env_id),
                 self.stats,
                 self.stop,
-                max_steps=run.total_steps,
                 env_factory=factory,
+                budget=self.budget,
             )
             for i in range(config.num_workers)
         ]
@@ -140,6 +190,8 @@ class A3CTrainer:
         return row
 
     def _row(self, eval_row: dict | None, last: tuple[int, float]) -> dict:
+        """A metrics row at the current global step; ``sps`` over the steps and seconds
+        since ``last = (step, time.monotonic())`` of the previous row."""
         step, now = self.learner.shared.step, time.monotonic()
         with self.stats.lock:
             returns, lengths = list(self.stats.returns), list(self.stats.lengths)
@@ -162,12 +214,18 @@ class A3CTrainer:
         if errors and all(not w.is_alive() for w in self.workers):
             raise RuntimeError(f"all A3C workers failed; first error: {errors[0]!r}")
 
+    def _write_row(self, eval_row: dict | None, progress: Progress) -> None:
+        row = self._row(eval_row, self._last_row)
+        self.metrics.write(row)
+        progress.log(row)
+        self._last_row = (row["step"], time.monotonic())
+
     def _watch(self, progress: Progress) -> tuple[dict | None, float | None]:
         """Logs, evaluates and checkpoints until the workers are done or a stop criterion."""
         run, shared = self.run_config, self.learner.shared
         every = run.eval_every
         next_eval = (shared.step // every + 1) * every if every else None
-        last, last_log = (shared.step, time.monotonic()), time.monotonic()
+        last_log = time.monotonic()
         last_eval = None
         while any(w.is_alive() for w in self.workers):
             time.sleep(0.02)
@@ -178,11 +236,11 @@ class A3CTrainer:
             if next_eval is not None and step >= next_eval:
                 next_eval = (step // every + 1) * every
                 eval_row = last_eval = self.evaluate()
-            if eval_row is not None or time.monotonic() - last_log >= run.log_every_s:
-                row = self._row(eval_row, last)
-                self.metrics.write(row)
-                progress.log(row)
-                last, last_log = (step, time.monotonic()), time.monotonic()
+            # A periodic row needs new steps; the final step's row is written by run().
+            moved = self._last_row[0] < step < run.total_steps
+            if eval_row is not None or (moved and time.monotonic() - last_log >= run.log_every_s):
+                self._write_row(eval_row, progress)
+                last_log = time.monotonic()
             if eval_row is not None and run.stop_return is not None:
                 if eval_row["eval_return"] >= run.stop_return:
                     return last_eval, eval_row["wall_time"]
@@ -190,26 +248,51 @@ class A3CTrainer:
                 self.save()
         return last_eval, None
 
-    def run(self) -> dict:
-        """Trains until ``total_steps``, ``stop_return`` or a fatal error; the final row."""
-        progress = Progress(self.run_config.total_steps, self.learner.shared.step)
+    def _close(self) -> None:
+        """Closes the environments of workers that never ran and the evaluator's."""
         for worker in self.workers:
-            worker.start()
+            if worker.ident is None:
+                worker.actor.close()
+        self.evaluator.close()
+
+    def run(self) -> dict:
+        """Trains until ``total_steps``, ``stop_return`` or a fatal error; the final row.
+
+        A run that already ended at the restored step returns its final row with
+        ``already_finished: True`` (no training, no new rows, no export). Ctrl-C: the workers
+        are stopped, a checkpoint is saved and ``run_dir.RunInterrupted`` raised.
+        """
+        step = self.learner.shared.step
+        finished = self.resumed and run_dir.finished_row(self.logdir, self.run_config, step)
+        if finished:
+            self._close()
+            self.metrics.close()
+            return finished
+        progress = Progress(self.run_config.total_steps, step)
+        self._last_row = (step, time.monotonic())
         try:
-            last_eval, solved_wall = self._watch(progress)
-        finally:
-            self.stop.set()
-            for worker in self.workers:
-                worker.join(timeout=30)
-            progress.close()
+            with run_dir.checkpoint_on_interrupt(self, lambda: self.learner.shared.step):
+                try:
+                    for worker in self.workers:
+                        worker.start()
+                    last_eval, solved_wall = self._watch(progress)
+                finally:
+                    self.stop.set()
+                    for worker in self.workers:
+                        if worker.ident is not None:
+                            worker.join(timeout=30)
+                    progress.close()
+        except run_dir.RunInterrupted:
+            self._close()
+            raise
         self._check_workers()
         step = self.learner.shared.step
         if solved_wall is not None:  # keep (and export) the weights that reached stop_return
             self.learner.shared.read(lambda: self.learner.network.set_weights(self.eval_weights))
         elif last_eval is None or last_eval["step"] != step:
             last_eval = self.evaluate()
-            self.metrics.write(self._row(last_eval, (step, time.monotonic())))
-        self.evaluator.close()
+            self._write_row(last_eval, progress)
+        self._close()
         return run_dir.finish_run(
             self,
             self.learner.network,
