@@ -13,6 +13,10 @@ previous action and reward (zeros at ``first``) are fed alongside the observatio
 
 Episodes are spread over the environments as evenly as possible and each environment stops
 contributing once it has run its share, so short episodes are not over-sampled.
+
+Bad flags end with one line on stderr and exit code 2 (``experiments.cli``): the counts, the
+``--policy`` directory, the ``--env`` id, and whether the env's observation and action spaces
+are those the policy was exported for (its input signature and ``metadata``).
 """
 
 import time
@@ -28,6 +32,8 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
+
+from experiments.cli import FlagError, check_int, reports_flag_errors  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -158,6 +164,115 @@ def summarize(returns: list[float]) -> dict:
     }
 
 
+def policy_io(policy: Any) -> dict:
+    """What a loaded policy takes: observation shape / dtype and its kind of actions.
+
+    Shapes and dtypes come from the input signature of ``greedy_action`` (every policy of the
+    export contract has one); ``num_actions`` from the JSON ``metadata`` when the policy
+    carries it (``tfagents_vtrace.export``), else None.
+
+    Returns:
+      ``{"observation_shape": tuple, "observation_dtype": np.dtype, "discrete": bool,
+      "num_actions": int | None, "action_shape": tuple}``.
+    """
+    specs = _input_specs(policy.greedy_action)
+    obs, act = specs["observation"], specs["prev_action"]
+    meta = json.loads(policy.metadata.numpy()) if hasattr(policy, "metadata") else {}
+    discrete = bool(meta.get("is_discrete", act.dtype.is_integer))
+    return {
+        "observation_shape": tuple(obs.shape[1:]),
+        "observation_dtype": np.dtype(obs.dtype.as_numpy_dtype),
+        "discrete": discrete,
+        "num_actions": meta.get("num_actions") if discrete else None,
+        "action_shape": tuple(act.shape[1:]),
+    }
+
+
+def _actions(discrete: bool, num_actions: int | None, shape: tuple) -> str:
+    if discrete:
+        return f"{num_actions} discrete actions" if num_actions else "discrete actions"
+    return f"continuous actions of shape {shape}"
+
+
+def _numeric_kind(dtype: Any) -> str:
+    """ "float" or "integer" (bool, signed and unsigned ints feed the same int inputs)."""
+    return "float" if np.dtype(dtype).kind in "fc" else "integer"
+
+
+def check_policy_env(
+    io: dict, env_id: str, observation_space: Any, action_space: Any, policy_path: str
+) -> None:
+    """Raises FlagError("env") when the env's spaces are not those of the policy.
+
+    Args:
+      io: :func:`policy_io` of the policy.
+      env_id, observation_space, action_space: the environment (single, unbatched spaces).
+      policy_path: named in the message.
+    """
+    import gymnasium as gym
+
+    where = f"the policy at {policy_path}"
+    obs_shape = tuple(observation_space.shape or ())
+    if obs_shape != io["observation_shape"]:
+        raise FlagError(
+            "env",
+            f"{env_id} gives observations of shape {obs_shape}, {where} expects "
+            f"{io['observation_shape']}",
+        )
+    if _numeric_kind(observation_space.dtype) != _numeric_kind(io["observation_dtype"]):
+        raise FlagError(
+            "env",
+            f"{env_id} gives {np.dtype(observation_space.dtype).name} observations, {where} "
+            f"expects {io['observation_dtype'].name}",
+        )
+    env_discrete = isinstance(action_space, gym.spaces.Discrete)
+    env_n = int(action_space.n) if env_discrete else None
+    act_shape = tuple(action_space.shape or ())
+    same = env_discrete == io["discrete"] and (
+        (env_discrete and io["num_actions"] in (None, env_n))
+        or (not env_discrete and act_shape == io["action_shape"])
+    )
+    if not same:
+        theirs = _actions(io["discrete"], io["num_actions"], io["action_shape"])
+        raise FlagError(
+            "env",
+            f"{env_id} takes {_actions(env_discrete, env_n, act_shape)}, {where} gives {theirs}",
+        )
+
+
+def check_flags(policy: str, episodes: int, num_envs: int, env_kwargs: str) -> dict:
+    """Validates the flags that need no TensorFlow; returns the parsed ``--env_kwargs``."""
+    check_int("episodes", episodes, 1)
+    check_int("num_envs", num_envs, 1)
+    if not os.path.exists(policy):
+        raise FlagError("policy", f"no such file or directory: {policy}")
+    if not os.path.isfile(os.path.join(policy, "saved_model.pb")):
+        raise FlagError("policy", f"no SavedModel at {policy} (expected {policy}/saved_model.pb)")
+    try:
+        kwargs = json.loads(env_kwargs)
+    except json.JSONDecodeError as e:
+        message = f"expected a JSON object, received {env_kwargs!r} ({e})"
+        raise FlagError("env_kwargs", message) from e
+    if not isinstance(kwargs, dict):
+        raise FlagError("env_kwargs", f"expected a JSON object, received {env_kwargs!r}")
+    return kwargs
+
+
+def env_spaces(env_id: str, env_kwargs: dict) -> tuple[Any, Any]:
+    """(observation_space, action_space) of one ``env_id`` env; FlagError("env") if unknown."""
+    import gymnasium as gym
+
+    import tfagents_vtrace.envs as envs  # registers the project's env ids
+
+    try:
+        env = envs.make_env(env_id, **env_kwargs)
+    except gym.error.Error as e:
+        raise FlagError("env", f"{env_id}: {e}") from e
+    spaces = env.observation_space, env.action_space
+    env.close()
+    return spaces
+
+
 def define_flags() -> None:
     """Declares the flags of this entry point."""
     flags.DEFINE_string("policy", None, "Path of the exported SavedModel policy.")
@@ -170,16 +285,16 @@ def define_flags() -> None:
     flags.mark_flags_as_required(["policy", "env"])
 
 
+@reports_flag_errors
 def main(argv: list[str]) -> None:
     del argv
+    env_kwargs = check_flags(FLAGS.policy, FLAGS.episodes, FLAGS.num_envs, FLAGS.env_kwargs)
+    observation_space, action_space = env_spaces(FLAGS.env, env_kwargs)
     import tensorflow as tf
 
-    import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
-
-    if not os.path.isdir(FLAGS.policy):
-        raise app.UsageError(f"--policy: no SavedModel directory at {FLAGS.policy!r}")
     tf.random.set_seed(FLAGS.seed)
     policy = tf.saved_model.load(FLAGS.policy)
+    check_policy_env(policy_io(policy), FLAGS.env, observation_space, action_space, FLAGS.policy)
     returns, lengths = run_episodes(
         policy,
         FLAGS.env,
@@ -187,7 +302,7 @@ def main(argv: list[str]) -> None:
         seed=FLAGS.seed,
         greedy=FLAGS.greedy,
         num_envs=FLAGS.num_envs,
-        env_kwargs=json.loads(FLAGS.env_kwargs),
+        env_kwargs=env_kwargs,
     )
     for i, (r, n) in enumerate(zip(returns, lengths)):
         print(f"episode {i}: return {r:.3f} length {n}")

@@ -153,3 +153,85 @@ def test_cli_lstm_export_prints_json(tmp_path):
     assert summary["mean"] == pytest.approx(np.mean(episode_returns), abs=1e-3)
     assert summary["min"] == min(episode_returns) and summary["max"] == max(episode_returns)
     assert summary["env"] == "CartPoleNoVel-v1" and summary["greedy"] is True
+
+
+# ----------------------------------------------------------------------------- bad input
+def _cli(*args):
+    cmd = [sys.executable, "-m", "experiments.evaluate", *args]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cartpole_policy_path(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("cp") / "policy")
+    return _export(path, "CartPole-v1", hidden_sizes=(8,))
+
+
+@pytest.mark.parametrize(
+    "flag, expected",
+    [
+        ("--episodes=0", "error: --episodes: expected an int >= 1, received 0"),
+        ("--num_envs=0", "error: --num_envs: expected an int >= 1, received 0"),
+        ("--policy=/no/such", "error: --policy: no such file or directory: /no/such"),
+        (
+            "--env=NoSuchEnv-v9",
+            "error: --env: NoSuchEnv-v9: Environment `NoSuchEnv` doesn't exist.",
+        ),  # noqa: E501
+    ],
+)
+def test_cli_bad_flag_is_one_line_and_exit_2(cartpole_policy_path, flag, expected):
+    # These are refused before TensorFlow loads, so stderr holds nothing else.
+    out = _cli(f"--policy={cartpole_policy_path}", "--env=CartPole-v1", flag)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [expected]
+    assert out.stdout == ""
+
+
+def test_flag_checks(tmp_path):
+    good = str(tmp_path)
+    (tmp_path / "saved_model.pb").write_bytes(b"")
+    assert evaluate.check_flags(good, 1, 1, '{"a": 1}') == {"a": 1}
+    with pytest.raises(
+        evaluate.FlagError, match=r"^--episodes: expected an int >= 1, received -3$"
+    ):
+        evaluate.check_flags(good, -3, 1, "{}")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(evaluate.FlagError, match=r"^--policy: no SavedModel at .*saved_model\.pb"):
+        evaluate.check_flags(str(tmp_path / "empty"), 1, 1, "{}")
+    with pytest.raises(evaluate.FlagError, match=r"^--env_kwargs: expected a JSON object"):
+        evaluate.check_flags(good, 1, 1, "[1, 2]")
+    with pytest.raises(evaluate.FlagError, match=r"^--env_kwargs: expected a JSON object"):
+        evaluate.check_flags(good, 1, 1, "{oops")
+    with pytest.raises(evaluate.FlagError, match=r"^--env: CartPole-v9: .*version `v9`"):
+        evaluate.env_spaces("CartPole-v9", {})
+
+
+def test_policy_env_mismatch_names_both_shapes(cartpole_policy_path):
+    policy = tf.saved_model.load(cartpole_policy_path)
+    io = evaluate.policy_io(policy)
+    assert io["observation_shape"] == (4,) and io["discrete"] and io["num_actions"] == 2
+    evaluate.check_policy_env(io, "CartPole-v1", *evaluate.env_spaces("CartPole-v1", {}), "P")
+    with pytest.raises(evaluate.FlagError) as e:
+        evaluate.check_policy_env(io, "Acrobot-v1", *evaluate.env_spaces("Acrobot-v1", {}), "P")
+    expected = "Acrobot-v1 gives observations of shape (6,), the policy at P expects (4,)"
+    assert str(e.value) == "--env: " + expected
+    box4 = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    int_box4 = gym.spaces.Box(0, 9, (4,), np.int64)
+    theirs = "the policy at P gives 2 discrete actions"
+    cases = [
+        (box4, gym.spaces.Discrete(3), f"X takes 3 discrete actions, {theirs}"),
+        (
+            box4,
+            gym.spaces.Box(-1.0, 1.0, (1,)),
+            f"X takes continuous actions of shape (1,), {theirs}",
+        ),
+        (
+            int_box4,
+            gym.spaces.Discrete(2),
+            "X gives int64 observations, the policy at P expects float32",
+        ),
+    ]
+    for obs_space, act_space, message in cases:
+        with pytest.raises(evaluate.FlagError) as e:
+            evaluate.check_policy_env(io, "X", obs_space, act_space, "P")
+        assert str(e.value) == "--env: " + message
