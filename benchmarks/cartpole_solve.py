@@ -2,6 +2,7 @@
 
     python benchmarks/cartpole_solve.py [--agents=impala,a2c] [--seeds=0,1,2]
         [--max_steps=1000000] [--throughput_steps=100000] [--no-sb3] [--plot=curves.png]
+        [--workdir=DIR | --keep]
 
 Time-to-solve is the wall time from process start (imports included) to the first greedy
 evaluation (20 episodes, every 5,000 environment steps) whose mean return reaches 475, the
@@ -19,6 +20,11 @@ https://arxiv.org/abs/1602.01783 (A2C/A3C); Espeholt et al., "IMPALA", 2018, htt
 Prints every run, the median time-to-solve per system, the ratio to SB3 A2C, the runs'
 steps/s to solve, and (unless ``--throughput_steps=0``) a no-evaluation training throughput
 for each side. The last line is JSON.
+
+The SB3 side needs the ``bench`` extra (torch, stable-baselines3): without it the script stops
+at once with one line on stderr and exit code 2 unless ``--no-sb3`` is given. Run directories
+go to ``--workdir`` when given, else to a temporary directory removed at the end (``--keep``
+keeps it).
 """
 
 import time
@@ -26,8 +32,10 @@ import time
 START_TIME = time.time()  # the SB3 worker's clock starts before its heavy imports
 
 import argparse  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -36,6 +44,12 @@ import tempfile  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SB3 = "sb3_a2c"
 SOLVE_RETURN = 475.0
+SB3_PEERS = ("torch", "stable_baselines3")  # the `bench` extra
+
+
+def missing_sb3_peers() -> list[str]:
+    """The modules of the ``bench`` extra that cannot be imported here (found, not imported)."""
+    return [name for name in SB3_PEERS if importlib.util.find_spec(name) is None]
 
 
 # ----------------------------------------------------------------------------- SB3 worker
@@ -217,6 +231,7 @@ def main() -> None:
         "to ~100 steps/s when the machine is oversubscribed, 1 thread runs ~15x faster then)",
     )
     p.add_argument("--workdir", default=None, help="keep run dirs here (default: a temp dir)")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (without --workdir)")
     p.add_argument("--plot", default=None, help="PNG of every run's curves (experiments.plot)")
     p.add_argument("--sb3_worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -224,11 +239,27 @@ def main() -> None:
     args = p.parse_args()
     if args.sb3_worker:
         return sb3_worker(args)
+    missing = missing_sb3_peers() if args.sb3 else []
+    if missing:
+        print(
+            "error: stable-baselines3 (and torch) not installed (no module "
+            f"{', '.join(missing)}): install '.[bench]' or pass --no-sb3",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    workdir = args.workdir or tempfile.mkdtemp(prefix="cartpole_solve_")
+    try:
+        run_all(args, workdir)
+    finally:
+        if args.workdir is None and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
+
+def run_all(args: argparse.Namespace, workdir: str) -> None:
+    """The interleaved time-to-solve runs, the throughput runs and the tables, in ``workdir``."""
     agents = [a for a in args.agents.split(",") if a]
     systems = agents + ([SB3] if args.sb3 else [])
     seeds = [int(s) for s in args.seeds.split(",")]
-    workdir = args.workdir or tempfile.mkdtemp(prefix="cartpole_solve_")
     records: dict[str, list[dict]] = {s: [] for s in systems}
     header = f"greedy {args.eval_episodes}-episode eval every {args.eval_every} steps"
     print(f"CartPole-v1 time-to-solve ({header} >= {args.stop_return}), runs in {workdir}")

@@ -1,7 +1,10 @@
 """Export a trained policy: ``python -m experiments.export --logdir=DIR --output=PATH``.
 
 Rebuilds the network from ``DIR/config.json``, restores the latest checkpoint in
-``DIR/checkpoints`` and writes the SavedModel of DESIGN.md's export contract to PATH.
+``DIR/checkpoints`` and writes the SavedModel of DESIGN.md's export contract to PATH
+(Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561, is the agent family).
+A run directory without config or checkpoint, or an existing non-empty PATH without
+``--overwrite``, ends with one line on stderr and exit code 2 (``experiments.cli``).
 """
 
 import os
@@ -10,23 +13,55 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags  # noqa: E402
 
-flags.DEFINE_string("logdir", None, "Run directory (config.json + checkpoints/).")
-flags.DEFINE_string("output", None, "Where to write the SavedModel (default: LOGDIR/policy).")
-flags.DEFINE_bool("overwrite", False, "Replace an existing non-empty output directory.")
-flags.mark_flag_as_required("logdir")
+from experiments.cli import FlagError, reports_flag_errors  # noqa: E402
+
 FLAGS = flags.FLAGS
 
 
+def define_flags() -> None:
+    """Declares the flags of this entry point."""
+    flags.DEFINE_string("logdir", None, "Run directory (config.json + checkpoints/).")
+    flags.DEFINE_string("output", None, "Where to write the SavedModel (default: LOGDIR/policy).")
+    flags.DEFINE_bool("overwrite", False, "Replace an existing non-empty output directory.")
+    flags.mark_flag_as_required("logdir")
+
+
+def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
+    """Checks the run directory and the output path before TensorFlow loads; returns the
+    output path (``LOGDIR/policy`` when ``output`` is None).
+
+    Raises:
+      FlagError: ``logdir`` is not a directory or lacks ``config.json`` or a checkpoint
+        (``checkpoints/checkpoint``, the index ``tf.train.latest_checkpoint`` reads); or
+        ``output`` exists, is not an empty directory, and ``overwrite`` is False.
+    """
+    if not os.path.isdir(logdir):
+        raise FlagError("logdir", f"no such directory: {logdir}")
+    if not os.path.isfile(os.path.join(logdir, "config.json")):
+        raise FlagError("logdir", f"no config.json in {logdir} (not an experiments.train run)")
+    ckpt_dir = os.path.join(logdir, "checkpoints")
+    if not os.path.isfile(os.path.join(ckpt_dir, "checkpoint")):
+        raise FlagError("logdir", f"no checkpoint in {ckpt_dir}")
+    output = output or os.path.join(logdir, "policy")
+    non_empty = os.path.exists(output) and (not os.path.isdir(output) or os.listdir(output))
+    if non_empty and not overwrite:
+        message = f"{output} exists and is not empty; pass --overwrite to replace it"
+        raise FlagError("output", message)
+    return output
+
+
+@reports_flag_errors
 def main(argv) -> None:
     del argv
+    output = check_flags(FLAGS.logdir, FLAGS.output, FLAGS.overwrite)
     from tfagents_vtrace.export import export_policy
     from tfagents_vtrace.runtime.run_dir import restore_network
 
     network = restore_network(FLAGS.logdir)
-    output = FLAGS.output or os.path.join(FLAGS.logdir, "policy")
     path = export_policy(network, output, overwrite=FLAGS.overwrite)
     print(path, flush=True)
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

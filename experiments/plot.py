@@ -6,7 +6,8 @@ Reads each run directory's ``metrics.jsonl`` (DESIGN.md "Experiments contract": 
 against wall-clock seconds since process start, every run overlaid in its own colour: the
 training return as a line, the greedy evaluations as larger markers. The curves are those
 of Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561 (Figures 4-6: return
-against frames and against wall time).
+against frames and against wall time). A missing or unreadable ``metrics.jsonl`` ends with
+one line on stderr naming ``--logdir`` and exit code 2 (``experiments.cli``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 import os
 
 from absl import app, flags
+
+from experiments.cli import flag_error_from, reports_flag_errors
 
 FLAGS = flags.FLAGS
 
@@ -45,7 +48,7 @@ def load_metrics(logdir: str) -> dict[str, list[tuple[float, float, float]]]:
     """
     path = os.path.join(logdir, "metrics.jsonl")
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"--logdir={logdir}: no metrics.jsonl at {path}")
+        raise FileNotFoundError(f"{logdir}: no metrics.jsonl at {path}")
     curves: dict[str, list[tuple[float, float, float]]] = {"train": [], "eval": []}
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
@@ -133,12 +136,13 @@ def define_flags() -> None:
     flags.mark_flag_as_required("logdir")
 
 
+@reports_flag_errors
 def main(argv: list[str]) -> None:
     del argv
-    try:
-        path = plot_runs(FLAGS.logdir, FLAGS.output, FLAGS.title)
-    except (FileNotFoundError, ValueError) as e:
-        raise SystemExit(f"error: {e}") from e
+    with flag_error_from("logdir", FileNotFoundError, ValueError):
+        for logdir in FLAGS.logdir:  # one line naming --logdir, before matplotlib loads
+            load_metrics(logdir)
+    path = plot_runs(FLAGS.logdir, FLAGS.output, FLAGS.title)
     print(json.dumps({"output": path, "runs": len(FLAGS.logdir)}))
 
 

@@ -183,7 +183,8 @@ def export_policy(
     if exists:
         if not overwrite:
             raise ValueError(
-                f"path {path!r} exists and is not empty; pass overwrite=True to replace it"
+                f"path {path!r} exists and is not empty; pass overwrite=True to replace it "
+                "(--overwrite with python -m experiments.export)"
             )
         if os.path.isdir(path):
             shutil.rmtree(path)

@@ -41,3 +41,48 @@ def test_export_round_trip(tmp_path):
         out["action"].numpy(), np.argmax(expected.policy["logits"].numpy(), -1)
     )
     np.testing.assert_allclose(out["value"].numpy(), expected.value.numpy(), rtol=1e-5)
+
+
+def _fake_run(path, config=True, checkpoint=True):
+    """A run directory with (empty) config.json and checkpoint index, enough for check_flags."""
+    os.makedirs(os.path.join(path, "checkpoints"))
+    if config:
+        open(os.path.join(path, "config.json"), "w").close()
+    if checkpoint:
+        open(os.path.join(path, "checkpoints", "checkpoint"), "w").close()
+    return str(path)
+
+
+def test_check_flags_names_the_flag(tmp_path):
+    from experiments import export
+
+    run = _fake_run(tmp_path / "run")
+    assert export.check_flags(run, None, False) == os.path.join(run, "policy")
+    with pytest.raises(export.FlagError, match=r"^--logdir: no such directory: .*nowhere$"):
+        export.check_flags(str(tmp_path / "nowhere"), None, False)
+    no_config = _fake_run(tmp_path / "a", config=False)
+    with pytest.raises(export.FlagError, match=r"^--logdir: no config\.json in .*a \("):
+        export.check_flags(no_config, None, False)
+    no_ckpt = _fake_run(tmp_path / "b", checkpoint=False)
+    with pytest.raises(export.FlagError, match=r"^--logdir: no checkpoint in .*b/checkpoints$"):
+        export.check_flags(no_ckpt, None, False)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert export.check_flags(run, str(out), False) == str(out)  # empty: fine
+    (out / "x").write_text("")
+    with pytest.raises(export.FlagError, match=r"^--output: .*out exists and is not empty; pass "):
+        export.check_flags(run, str(out), False)
+    assert export.check_flags(run, str(out), True) == str(out)
+
+
+def test_cli_refuses_a_non_empty_output_in_one_line(tmp_path):
+    run = _fake_run(tmp_path / "run")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    cmd = [sys.executable, "-m", "experiments.export", f"--logdir={run}"]
+    cmd += [f"--output={tmp_path / 'out'}"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    expected = f"error: --output: {tmp_path / 'out'} exists and is not empty; pass --overwrite"
+    assert proc.stderr.strip().splitlines() == [expected + " to replace it"]
+    assert (tmp_path / "out" / "keep.txt").read_text() == "mine"

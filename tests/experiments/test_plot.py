@@ -64,8 +64,10 @@ def test_cli_errors_clearly_on_missing_metrics(tmp_path):
     cmd = [sys.executable, "-m", "experiments.plot", f"--logdir={good}"]
     cmd += [f"--logdir={tmp_path / 'missing'}", f"--output={tmp_path / 'c.png'}"]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert out.returncode != 0
-    assert "no metrics.jsonl" in out.stderr and "missing" in out.stderr
+    assert out.returncode == 2
+    missing = tmp_path / "missing"
+    expected = f"error: --logdir: {missing}: no metrics.jsonl at {missing / 'metrics.jsonl'}"
+    assert out.stderr.strip().splitlines() == [expected]  # one line, no traceback
     assert not (tmp_path / "c.png").exists()
     ok = subprocess.run(cmd[:4] + [f"--output={tmp_path / 'c.png'}"], cwd=REPO,
                         capture_output=True, text=True, timeout=60)  # fmt: skip
