@@ -17,6 +17,10 @@ statistics ``average_value``, ``average_entropy``, ``average_kl``), runs the gre
 evaluation every ``eval_every`` steps, checkpoints, stops at ``total_steps`` or
 ``stop_return`` and exports ``DIR/policy``. The replay is saved beside every checkpoint
 (``checkpoints/replay-<step>.npz``, written before the checkpoint) and restored on resume.
+Every row, the last one included, is also shown by the progress display. A run directory
+whose run already ended is not trained again
+(:func:`~tfagents_vtrace.runtime.run_dir.finished_row`); Ctrl-C stops the workers, saves a
+checkpoint (with the replay) and raises :class:`~tfagents_vtrace.runtime.run_dir.RunInterrupted`.
 """
 
 from __future__ import annotations
@@ -270,8 +274,18 @@ class AcerTrainer:
                 w.join(timeout=30)
 
     def run(self) -> dict:
-        """Trains until ``total_steps``, ``stop_return`` or an error; returns the final row."""
+        """Trains until ``total_steps``, ``stop_return`` or an error; returns the final row.
+
+        A run that already ended at the restored step returns its final row with
+        ``already_finished: True`` (no training, no new rows, no export). Ctrl-C: the workers
+        are stopped, a checkpoint is saved and ``run_dir.RunInterrupted`` raised.
+        """
         run = self.run_config
+        finished = self.resumed and run_dir.finished_row(self.logdir, run, self.env_steps)
+        if finished:
+            self.evaluator.close()
+            self.metrics.close()
+            return finished
         progress = Progress(run.total_steps, self.env_steps)
         state = {
             "next_eval": (self.env_steps // run.eval_every + 1) * run.eval_every
@@ -284,21 +298,28 @@ class AcerTrainer:
             "eval_weights": None,
         }
         try:
-            if self.config.num_workers == 0:
-                self._sync_loop(state, progress)
-            else:
-                self._async_loop(state, progress)
-        finally:
-            progress.close()
-        return self._finish(state)
+            with run_dir.checkpoint_on_interrupt(self, lambda: self.env_steps):
+                try:
+                    if self.config.num_workers == 0:
+                        self._sync_loop(state, progress)
+                    else:
+                        self._async_loop(state, progress)
+                finally:
+                    progress.close()
+        except run_dir.RunInterrupted:
+            self.evaluator.close()
+            raise
+        return self._finish(state, progress)
 
-    def _finish(self, state: dict) -> dict:
+    def _finish(self, state: dict, progress: Progress) -> dict:
         last_eval = state["last_eval"]
         if state["solved_wall"] is not None:  # keep (and export) the weights that solved it
             self.learner.network.set_weights(state["eval_weights"])
         elif last_eval is None or last_eval["step"] != self.env_steps:
             last_eval = self.evaluate()
-            self.metrics.write(self.row(last_eval, state["last"]))
+            row = self.row(last_eval, state["last"])
+            self.metrics.write(row)
+            progress.log(row)
         self.evaluator.close()
         return run_dir.finish_run(
             self,
