@@ -48,6 +48,13 @@ def define_train_flags() -> None:
     flags.DEFINE_float("checkpoint_every_s", 600.0, "Seconds between checkpoints.")
     flags.DEFINE_float("log_every_s", 5.0, "Seconds between metrics rows.")
     flags.DEFINE_bool("export", True, "Export the policy to LOGDIR/policy at the end.")
+    flags.DEFINE_bool(
+        "overwrite",
+        False,
+        "Discard the run in --logdir (config, metrics, checkpoints, policy, events) and start "
+        "afresh. Without it a directory holding files but no checkpoint, or a run of another "
+        "agent, env or network, is refused.",
+    )
     flags.DEFINE_integer(
         "num_cpu_devices",
         0,

@@ -3,7 +3,11 @@
 Writes the run directory of DESIGN.md (config.json, checkpoints/, metrics.jsonl, TensorBoard
 events, policy/) and ends by printing one JSON line with ``"final": true``, the step count,
 the wall time since process start (imports included) and the greedy evaluation return.
-Training into an existing run directory resumes from its last checkpoint.
+Training into an existing run directory resumes from its last checkpoint; a directory holding
+other files, or a run of another agent, env or network, is refused unless ``--overwrite``. A
+run that already ended is not trained again. Ctrl-C or SIGTERM writes a checkpoint first
+(exit code 130); the same command then resumes. Bad flag values end with a one-line error
+naming the flag (exit code 2).
 """
 
 import time
@@ -12,17 +16,20 @@ START_TIME = time.time()  # before the heavy imports: wall_time counts what a us
 
 import json  # noqa: E402
 import os  # noqa: E402
+import signal  # noqa: E402
 import sys  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
-from experiments import common  # noqa: E402
+from experiments import common, flags_acer, flags_taac  # noqa: E402
 
 FLAGS = flags.FLAGS
 common.define_train_flags()
 flags.mark_flag_as_required("logdir")
+for _module in (common, flags_acer, flags_taac):  # --help lists them, not only --helpfull
+    flags.adopt_module_key_flags(_module)
 
 
 def _import_tensorflow() -> None:
@@ -44,25 +51,61 @@ def _import_tensorflow() -> None:
                 del sys.modules[name]
 
 
+def _fail(message: str) -> None:
+    """Ends the process with a one-line error (exit code 2, like absl's flag errors)."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv) -> None:
     del argv
+    signal.signal(signal.SIGTERM, _interrupt)  # a cluster's preemption saves like Ctrl-C
     _import_tensorflow()
     if FLAGS.num_cpu_devices:
         from tfagents_vtrace.runtime.strategy import configure_cpu_devices
 
         configure_cpu_devices(FLAGS.num_cpu_devices)
-    import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
-    from tfagents_vtrace.runtime.loop import train
-    from tfagents_vtrace.runtime.strategy import make_strategy
+    import gymnasium
 
-    agent, agent_config, network_config, run_config = common.configs_from_flags()
-    kwargs = dict(
-        strategy=make_strategy(FLAGS.strategy), start_time=START_TIME, agent_name=FLAGS.agent
-    )
-    if hasattr(agent, "train"):  # agents that drive their own loop (A3C's worker threads)
-        final = agent.train(run_config, agent_config, network_config, FLAGS.logdir, **kwargs)
-    else:
-        final = train(run_config, agent, agent_config, network_config, FLAGS.logdir, **kwargs)
+    import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
+    from tfagents_vtrace.runtime import run_dir
+    from tfagents_vtrace.runtime.loop import train
+    from tfagents_vtrace.runtime.strategy import make_strategy, worker_role
+
+    try:
+        agent, agent_config, network_config, run_config = common.configs_from_flags()
+        strategy = make_strategy(FLAGS.strategy)
+        config = dict(agent=FLAGS.agent, env_id=run_config.env_id, agent_config=agent_config,
+                      network_config=network_config, run_config=run_config)  # fmt: skip
+        run_dir.prepare_logdir(
+            FLAGS.logdir, config, overwrite=FLAGS.overwrite, write=worker_role(strategy).is_chief
+        )
+    except ValueError as e:  # the configs' validation names the field (= the flag)
+        _fail(str(e))
+    except gymnasium.error.Error as e:
+        _fail(f"--env={FLAGS.env}: {e}")
+    kwargs = dict(strategy=strategy, start_time=START_TIME, agent_name=FLAGS.agent)
+    try:
+        if hasattr(agent, "train"):  # agents that drive their own loop (A3C's worker threads)
+            final = agent.train(run_config, agent_config, network_config, FLAGS.logdir, **kwargs)
+        else:
+            final = train(run_config, agent, agent_config, network_config, FLAGS.logdir, **kwargs)
+    except run_dir.RunInterrupted as e:
+        print(f"{e}; run the same command to resume.", file=sys.stderr, flush=True)
+        sys.exit(130)
+    except gymnasium.error.Error as e:
+        _fail(f"--env={FLAGS.env}: {e}")
+    if final.get("already_finished"):
+        print(
+            f"{FLAGS.logdir}: this run already ended at step {final['step']}; nothing to do "
+            "(raise --total_steps to train on, or use another --logdir).",
+            file=sys.stderr,
+            flush=True,
+        )
     print(json.dumps(final), flush=True)
 
 

@@ -80,3 +80,58 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_help_lists_the_training_flags():
+    out = subprocess.run(
+        [sys.executable, "-m", "experiments.train", "--help"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    for flag in ("--unroll_length", "--learning_rate", "--overwrite", "--trust_region_delta"):
+        assert flag in out.stdout, flag
+
+
+@pytest.mark.slow  # subprocesses importing TensorFlow
+def test_bad_input_ends_with_one_line_naming_the_flag(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    cases = [
+        (["--num_envs=0"], "error: num_envs: expected an int >= 1, received 0"),
+        (["--env=NoSuchEnv-v9"], "error: --env=NoSuchEnv-v9: "),
+        ([f"--logdir={tmp_path / 'mine'}"], "error: logdir: "),
+    ]
+    for extra, message in cases:
+        out = subprocess.run(
+            _train_cmd(str(tmp_path / "run"), "--total_steps=64", *extra),
+            cwd=ROOT, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert out.returncode == 2, (extra, out.stderr[-2000:])
+        assert out.stderr.strip().splitlines()[-1].startswith(message), out.stderr[-500:]
+        assert "Traceback" not in out.stderr
+    assert not os.path.exists(tmp_path / "run")  # refused before writing anything
+    assert os.listdir(tmp_path / "mine") == ["notes.txt"]
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow and training
+def test_sigterm_writes_a_checkpoint_before_stopping(tmp_path):
+    logdir = str(tmp_path / "run")
+    proc = subprocess.Popen(
+        _train_cmd(logdir, "--total_steps=100000000", "--noexport"),
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while not os.path.exists(os.path.join(logdir, "metrics.jsonl")):
+            assert proc.poll() is None and time.time() < deadline, "no metrics row written"
+            time.sleep(0.1)
+        assert not glob.glob(os.path.join(logdir, "checkpoints", "ckpt-*.index"))
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    saved = glob.glob(os.path.join(logdir, "checkpoints", "ckpt-*.index"))
+    assert len(saved) == 1
+    step = int(os.path.basename(saved[0])[5:-6])
+    assert f"interrupted at step {step}" in err and "Traceback" not in err
+    assert step >= _rows(logdir)[-1]["step"]
