@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
-from experiments import common, flags_acer, flags_taac  # noqa: E402
+from experiments import cli, common, flags_acer, flags_taac  # noqa: E402
 
 FLAGS = flags.FLAGS
 common.define_train_flags()
@@ -49,12 +49,6 @@ def _import_tensorflow() -> None:
         for name in hidden:
             if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
-
-
-def _fail(message: str) -> None:
-    """Ends the process with a one-line error (exit code 2, like absl's flag errors)."""
-    print(f"error: {message}", file=sys.stderr, flush=True)
-    sys.exit(2)
 
 
 def _interrupt(signum, frame) -> None:
@@ -85,9 +79,9 @@ def main(argv) -> None:
             FLAGS.logdir, config, overwrite=FLAGS.overwrite, write=worker_role(strategy).is_chief
         )
     except ValueError as e:  # the configs' validation names the field (= the flag)
-        _fail(str(e))
+        cli.fail(str(e))
     except gymnasium.error.Error as e:
-        _fail(f"--env={FLAGS.env}: {e}")
+        cli.fail(f"--env: {FLAGS.env}: {e}")
     kwargs = dict(strategy=strategy, start_time=START_TIME, agent_name=FLAGS.agent)
     try:
         if hasattr(agent, "train"):  # agents that drive their own loop (A3C's worker threads)
@@ -98,7 +92,7 @@ def main(argv) -> None:
         print(f"{e}; run the same command to resume.", file=sys.stderr, flush=True)
         sys.exit(130)
     except gymnasium.error.Error as e:
-        _fail(f"--env={FLAGS.env}: {e}")
+        cli.fail(f"--env: {FLAGS.env}: {e}")
     if final.get("already_finished"):
         print(
             f"{FLAGS.logdir}: this run already ended at step {final['step']}; nothing to do "
