@@ -12,11 +12,22 @@ From :class:`~tfagents_vtrace.runtime.config.RunConfig` it uses ``env_id``, ``se
 ``total_steps``, ``num_envs`` (environments *per worker*), ``env_mode``, ``policy_impl``,
 ``eval_every``, ``eval_episodes``, ``stop_return``, ``checkpoint_every_s``, ``log_every_s``
 and ``export_policy``; the rollout length and thread count are the A3C config's ``t_max`` and
-``num_workers``. Workers check the global step before each rollout, so a run may overshoot
-``total_steps`` by at most ``num_workers - 1`` rollouts. Evaluations read a consistent copy
-of the global weights while the workers go on; when one reaches ``stop_return`` those weights
-are restored into the global network before the final checkpoint and export (``solve_step``
-is the global step they were taken at).
+``num_workers``.
+
+Step budget: before each rollout a worker claims its ``t_max * num_envs`` steps from one
+shared :class:`StepBudget` and stops once ``total_steps`` are claimed (a rollout dropped by a
+failed environment gives its claim back), so a run ends within one rollout of the target,
+whatever ``num_workers``: ``total_steps <= step < total_steps + t_max * num_envs``.
+
+Rows: one every ``log_every_s`` once the global step has moved (none before the first
+update), evaluation rows, and the final row; ``sps`` is global steps per second since the
+previous row (or the start of :meth:`A3CTrainer.run`), and every row is also shown by the
+progress display. Evaluations read a consistent copy of the global weights while the workers
+go on; when one reaches ``stop_return`` those weights are restored into the global network
+before the final checkpoint and export (``solve_step`` is the global step they were taken
+at). A run directory whose run already ended is not trained again
+(:func:`~tfagents_vtrace.runtime.run_dir.finished_row`); Ctrl-C stops the workers, saves a
+checkpoint and raises :class:`~tfagents_vtrace.runtime.run_dir.RunInterrupted`.
 """
 
 from __future__ import annotations
