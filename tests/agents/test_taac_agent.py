@@ -14,6 +14,7 @@ import tensorflow as tf
 from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner, TaacPolicy
 from tfagents_vtrace.agents.taac.export import export_taac_policy
 from tfagents_vtrace.agents.taac.learner import BATCH_KEYS
+from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.config import RunConfig
 
 SMALL = dict(
@@ -96,6 +97,48 @@ def test_export_repeats_match_in_process_policy(tmp_path, rng):
     assert {"serving_default", "action", "greedy_action"} <= set(fresh.signatures)
 
 
+def test_export_value_is_the_beta_weighted_critic_value(tmp_path, rng):
+    """``out["value"]`` [B] float32 = beta_0 Q(s, tau^-) + beta_1 Q(s, tau_hat), Q the twin
+    minimum; checked in numpy from the learner's actor and critics (greedy, epsilon 0, first
+    step: tau^- = 0, tau_hat = tanh(loc)) and, for sampled switches, from the new tau."""
+    cfg = TaacConfig(trajectory="constant", epsilon_greedy=0.0, **SMALL)
+    learner = TaacLearner(cfg, (3,), 2, seed=0)
+    learner.log_alpha_b.assign(np.log(0.3))  # a temperature that makes both b likely
+    space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    loaded = tf.saved_model.load(export_taac_policy(learner, str(tmp_path / "p"), space))
+    n = 64
+    obs = rng.normal(size=(n, 3)).astype(np.float32)
+    inputs = dict(
+        observation=obs, first=np.ones(n, bool), prev_action=np.zeros((n, 2), np.float32),
+        prev_reward=np.zeros(n, np.float32),
+        state=loaded.get_initial_state(batch_size=tf.constant(n)),
+    )  # fmt: skip
+
+    def q_min(tau):  # [n, 1, 2] -> [n]
+        return np.min(learner.critics(obs, tau).numpy(), axis=-1)
+
+    q0 = q_min(np.zeros((n, 1, 2), np.float32))
+    loc, _ = learner.actor(obs, np.zeros((n, 1, 2), np.float32))
+    q1 = q_min(np.tanh(loc.numpy())[:, None, :])
+    p1 = 1.0 / (1.0 + np.exp(-(q1 - q0) / 0.3))
+    out = loaded.greedy_action(**inputs)
+    assert out["value"].dtype == tf.float32 and out["value"].shape == (n,)
+    np.testing.assert_allclose(out["p_b1"].numpy(), p1, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out["value"].numpy(), (1 - p1) * q0 + p1 * q1, rtol=1e-4, atol=1e-5)
+    # Sampled: where b = 1 the new tau is tau_hat, so the value is known there.
+    out = loaded.action(**inputs)
+    b, p = out["b"].numpy().astype(bool), out["p_b1"].numpy()
+    assert 0 < b.sum() < n
+    q_hat = q_min(out["state"][0].numpy().reshape(n, 1, 2))
+    want = (1 - p) * q0 + p * q_hat
+    np.testing.assert_allclose(out["value"].numpy()[b], want[b], rtol=1e-4, atol=1e-5)
+    flat = loaded.signatures["action"](
+        **{k: tf.constant(v) for k, v in inputs.items() if k != "state"},
+        state_0=tf.zeros([n, 2]), state_1=tf.zeros([n, 1]),
+    )  # fmt: skip
+    assert flat["value"].shape == (n,) and flat["value"].dtype == tf.float32
+
+
 def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
     from tfagents_vtrace.agents.taac import train
 
@@ -120,6 +163,46 @@ def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
     final2 = train(run2, cfg, None, logdir)
     assert final2["resumed"] and final2["step"] == 160
     assert final2["updates"] > final["updates"]
+    rows = run_dir.read_metrics(logdir)
+    assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
+    # The same command again: the run already ended, so nothing is trained or written.
+    again = train(run2, cfg, None, logdir)
+    assert again["already_finished"] and again["step"] == 160
+    assert again["updates"] == final2["updates"] and run_dir.read_metrics(logdir) == rows
+
+
+def test_interrupt_saves_checkpoint_and_replay_then_resumes(tmp_path, capsys):
+    from tfagents_vtrace.agents.taac import train
+    from tfagents_vtrace.agents.taac.train import TaacTrainer
+
+    cfg = TaacConfig(initial_collect_steps=20, train_interval=2, **SMALL)
+    run = RunConfig(env_id="Pendulum-v1", seed=2, total_steps=80, num_envs=2, eval_episodes=1,
+                    log_every_s=0.01, export_policy=False)  # fmt: skip
+    logdir = str(tmp_path / "run")
+    trainer = TaacTrainer(run, cfg, logdir)
+    train_once, calls = trainer._train_once, []
+
+    def interrupt_on_third_update():
+        calls.append(trainer.step)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return train_once()
+
+    trainer._train_once = interrupt_on_third_update
+    with pytest.raises(run_dir.RunInterrupted) as caught:
+        trainer.run()
+    step = caught.value.step
+    assert step == calls[-1] and 20 < step < 80 and int(trainer.learner.updates.numpy()) == 2
+    assert caught.value.path.endswith(f"ckpt-{step}")
+    assert tf.train.latest_checkpoint(f"{logdir}/checkpoints").endswith(f"ckpt-{step}")
+    assert (tmp_path / "run" / "checkpoints" / f"replay-{step}.npz").exists()
+    capsys.readouterr()
+    final = train(run, cfg, None, logdir)
+    assert final["resumed"] and final["step"] == 80 and final["updates"] > 2
+    rows = run_dir.read_metrics(logdir)
+    assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
+    assert rows[-1]["step"] == 80 and "eval_return" in rows[-1] and rows[-1]["sps"] > 0
+    assert "step=80 " in capsys.readouterr().err  # the final row is shown too
 
 
 def test_ray_backend_is_refused_with_a_clear_error(tmp_path):

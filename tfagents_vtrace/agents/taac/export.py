@@ -9,6 +9,7 @@ and loads with plain TensorFlow::
     out = policy.action(observation=obs, first=first, prev_action=prev_action,
                         prev_reward=prev_reward, state=state)
     out["action"]    # [B, A] in the environment's bounds
+    out["value"]     # [B] float32: beta_0 Q(s, tau^-) + beta_1 Q(s, tau_hat)
     out["b"], out["repeats"], out["p_b1"], out["state"]
     policy.greedy_action(...)   # epsilon-greedy per stage (epsilon in the metadata)
 
@@ -17,6 +18,13 @@ actions exactly as the training loop's :class:`~tfagents_vtrace.agents.taac.poli
 does: both draw their noise from stateless ops seeded ``[seed, call_number]``, so with the
 same seed and weights the k-th calls agree. ``prev_action`` and ``prev_reward`` are accepted
 for the common contract and ignored.
+
+``value`` is TAAC's state value of ``(s, tau^-)`` (TAAC has no separate V network): the
+act-or-repeat expectation of the twin-critic minimum over following the previous trajectory
+(``tau^-``) and switching to the trajectory of this call's candidate action (``tau_hat``),
+weighted by ``beta(b | s)``, i.e. the value the critic targets bootstrap from (with the
+online critics here). It is a one-sample estimate over the candidate action of ``action``
+(the greedy candidate for ``greedy_action``).
 """
 
 from __future__ import annotations
@@ -126,6 +134,7 @@ class TaacPolicyModule(tf.Module):
             "b": out["b"],
             "repeats": out["repeats"],
             "p_b1": out["p_b1"],
+            "value": out["value"],
             "state": new_state,
         }
 

@@ -56,7 +56,10 @@ def act_step(
 
     Returns a dict of ``action`` [N, A] in [-1, 1], ``tau`` [N, k, A] (new), ``prev_tau``
     [N, k, A] (after the episode-start reset), ``repeats`` [N] int32 (new), ``b`` [N] int32
-    (effective switch) and ``p_b1`` [N] (probability of b = 1). No gradients are needed.
+    (effective switch), ``p_b1`` [N] (probability of b = 1) and ``value`` [N], the state
+    value ``beta_0 Q(s, tau^-) + beta_1 Q(s, tau_hat)`` (``Q`` the min of the twin critics,
+    ``tau_hat`` from this step's candidate action): the quantity the critic targets
+    bootstrap from. No gradients are needed.
     """
     n = tf.shape(observation)[0]
     a_dim = actor.action_dim
@@ -78,12 +81,9 @@ def act_step(
     x = tf.where(random_phase, tf.random.stateless_uniform(tf.shape(loc), seeds[3], -1.0, 1.0), x)
     follow = trajectory.follow(tau)
     fresh = trajectory.from_action(x, tau)
-    logits = beta_logits(
-        _critic_min(critics, observation, follow),
-        _critic_min(critics, observation, fresh),
-        alpha_b,
-        clipping,
-    )
+    q_follow = _critic_min(critics, observation, follow)
+    q_fresh = _critic_min(critics, observation, fresh)
+    logits = beta_logits(q_follow, q_fresh, alpha_b, clipping)
     p_b1 = tf.nn.softmax(logits)[:, 1]
     sampled_b = tf.cast(tf.random.stateless_uniform([n], seeds[4]) < p_b1, tf.int32)
     b = sampled_b
@@ -104,6 +104,7 @@ def act_step(
         "repeats": new_repeats,
         "b": tf.cast(switch, tf.int32),
         "p_b1": p_b1,
+        "value": (1.0 - p_b1) * q_follow + p_b1 * q_fresh,
     }
 
 

@@ -16,7 +16,13 @@ From :class:`~tfagents_vtrace.runtime.config.RunConfig` it uses ``env_id``, ``se
 
 Metrics rows add ``repeat_length``: environment steps per trajectory started (a switch or an
 episode start) in the rollouts since the previous row, after the random phase; evaluation
-rows add ``eval_repeat_length``, the same over the greedy episodes.
+rows add ``eval_repeat_length``, the same over the greedy episodes. Rows come every
+``log_every_s`` and at evaluations (the final step's row is the final evaluation's); each is
+also shown by the progress display, and ``sps`` counts the steps since the previous row.
+
+A run directory whose run already ended is not trained again
+(:func:`~tfagents_vtrace.runtime.run_dir.finished_row`); Ctrl-C saves a checkpoint (with the
+replay) and raises :class:`~tfagents_vtrace.runtime.run_dir.RunInterrupted`.
 """
 
 from __future__ import annotations
@@ -220,14 +226,50 @@ class TaacTrainer:
         roll["in_discount"] = 1.0 - np.asarray(terminated, np.float32)
         self.step += len(is_last)
 
+    def _close(self) -> None:
+        self.env.close()
+        if self.eval_env is not None:
+            self.eval_env.close()
+
     def run(self) -> dict:
-        """Trains until ``total_steps`` or ``stop_return``; returns the final row."""
+        """Trains until ``total_steps`` or ``stop_return``; returns the final row.
+
+        A run that already ended at the restored step returns its final row with
+        ``already_finished: True`` (no training, no new rows, no export). Ctrl-C: a
+        checkpoint is saved and ``run_dir.RunInterrupted`` raised.
+        """
+        finished = self.resumed and run_dir.finished_row(self.logdir, self.run_config, self.step)
+        if finished:
+            self._close()
+            self.metrics.close()
+            return finished
+        progress = Progress(self.run_config.total_steps, self.step)
+        self._last_row = (self.step, time.monotonic())
+        try:
+            with run_dir.checkpoint_on_interrupt(self, lambda: self.step):
+                try:
+                    loop = self._loop(progress)
+                finally:
+                    progress.close()
+        except run_dir.RunInterrupted:
+            self._close()
+            raise
+        return self._finish(*loop, progress)
+
+    def _write_row(self, eval_row, returns, window, learn, progress: Progress) -> None:
+        row = self._row(eval_row, self._last_row, returns, window, learn)
+        self.metrics.write(row)
+        progress.log(row)
+        self._last_row = (self.step, time.monotonic())
+
+    def _loop(self, progress: Progress) -> tuple:
+        """Collects, trains, logs, evaluates and checkpoints until a stop criterion;
+        returns ``(last_eval, solved_wall, returns, window, learn)``."""
         run, cfg = self.run_config, self.config
-        progress = Progress(run.total_steps, self.step)
         roll, returns = self._reset_rollout(), collections.deque(maxlen=20)
         every = run.eval_every
         next_eval = (self.step // every + 1) * every if every else None
-        last, last_log = (self.step, time.monotonic()), time.monotonic()
+        last_log = time.monotonic()
         window = {"steps": 0, "starts": 0}
         learn, last_eval, solved_wall, iteration = {}, None, None, 0
         while self.step < run.total_steps:
@@ -244,11 +286,11 @@ class TaacTrainer:
             if next_eval is not None and self.step >= next_eval:
                 next_eval = (self.step // every + 1) * every
                 eval_row = last_eval = self.evaluate()
-            if eval_row is not None or time.monotonic() - last_log >= run.log_every_s:
-                row = self._row(eval_row, last, returns, window, learn)
-                self.metrics.write(row)
-                progress.log(row)
-                last, last_log = (self.step, time.monotonic()), time.monotonic()
+            final_step = self.step >= run.total_steps  # _finish writes that row
+            due = time.monotonic() - last_log >= run.log_every_s and not final_step
+            if eval_row is not None or due:
+                self._write_row(eval_row, returns, window, learn, progress)
+                last_log = time.monotonic()
                 window = {"steps": 0, "starts": 0}
             if eval_row is not None and run.stop_return is not None:
                 if eval_row["eval_return"] >= run.stop_return:
@@ -256,8 +298,7 @@ class TaacTrainer:
                     break
             if time.monotonic() - self.checkpointer.last_save >= run.checkpoint_every_s:
                 self.save()
-        progress.close()
-        return self._finish(last_eval, solved_wall, returns, window, learn)
+        return last_eval, solved_wall, returns, window, learn
 
     def _row(self, eval_row, last, returns, window, learn) -> dict:
         now = time.monotonic()
@@ -275,12 +316,10 @@ class TaacTrainer:
             row.update({k: v for k, v in eval_row.items() if k not in ("step", "wall_time")})
         return row
 
-    def _finish(self, last_eval, solved_wall, returns, window, learn) -> dict:
+    def _finish(self, last_eval, solved_wall, returns, window, learn, progress) -> dict:
         if last_eval is None or last_eval["step"] != self.step:
             last_eval = self.evaluate()
-            self.metrics.write(
-                self._row(last_eval, (self.step, time.monotonic()), returns, window, learn)
-            )
+            self._write_row(last_eval, returns, window, learn, progress)
         from tfagents_vtrace.agents.taac.export import export_taac_policy
 
         action_space = self.env.single_action_space
@@ -298,9 +337,7 @@ class TaacTrainer:
             episodes=int(self.episodes),
             resumed=bool(self.resumed),
         )
-        self.env.close()
-        if self.eval_env is not None:
-            self.eval_env.close()
+        self._close()
         return row
 
 
