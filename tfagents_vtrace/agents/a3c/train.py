@@ -15,9 +15,10 @@ and ``export_policy``; the rollout length and thread count are the A3C config's 
 ``num_workers``.
 
 Step budget: before each rollout a worker claims its ``t_max * num_envs`` steps from one
-shared :class:`StepBudget` and stops once ``total_steps`` are claimed (a rollout dropped by a
-failed environment gives its claim back), so a run ends within one rollout of the target,
-whatever ``num_workers``: ``total_steps <= step < total_steps + t_max * num_envs``.
+shared :class:`~tfagents_vtrace.agents.a3c.worker.StepBudget` and stops once ``total_steps``
+are claimed (a rollout dropped by a failed environment gives its claim back), so a run ends
+within one rollout of the target, whatever ``num_workers``:
+``total_steps <= step < total_steps + t_max * num_envs``.
 
 Rows: one every ``log_every_s`` once the global step has moved (none before the first
 update), evaluation rows, and the final row; ``sps`` is global steps per second since the
@@ -42,61 +43,12 @@ import tensorflow as tf
 from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
-from tfagents_vtrace.agents.a3c.worker import Worker, WorkerStats
+from tfagents_vtrace.agents.a3c.worker import StepBudget, Worker, WorkerStats
 from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
 from tfagents_vtrace.runtime.progress import Progress
-
-
-class StepBudget:
-    """The global steps the workers may still take: claimed a rollout at a time.
-
-    Args:
-      start: steps already taken (the restored global step).
-      total: ``total_steps``; claims stop once this many are claimed, so the claimed total
-        stays below ``total + steps`` of one claim.
-    """
-
-    def __init__(self, start: int, total: int):
-        self.claimed, self.total = int(start), int(total)
-        self._lock = threading.Lock()
-
-    def claim(self, steps: int) -> bool:
-        """Claims ``steps`` if fewer than ``total`` are claimed; returns whether it did."""
-        with self._lock:
-            if self.claimed >= self.total:
-                return False
-            self.claimed += int(steps)
-            return True
-
-    def release(self, steps: int) -> None:
-        """Gives back a claim whose rollout was not counted."""
-        with self._lock:
-            self.claimed -= int(steps)
-
-
-class _BudgetWorker(Worker):
-    """A :class:`Worker` that claims each rollout from a :class:`StepBudget` first."""
-
-    def __init__(self, *args, budget: StepBudget, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.budget = budget
-        self._rollout = self.spec.unroll_length * self.spec.num_envs
-
-    def _done(self) -> bool:
-        return self.stop.is_set() or not self.budget.claim(self._rollout)
-
-    def run_once(self) -> dict[str, float] | None:
-        try:
-            out = super().run_once()
-        except BaseException:
-            self.budget.release(self._rollout)
-            raise
-        if out is None:  # the environment failed: the rollout was dropped, not counted
-            self.budget.release(self._rollout)
-        return out
 
 
 class A3CTrainer:
@@ -148,7 +100,7 @@ class A3CTrainer:
         restart = self.learner.shared.step
         self.budget = StepBudget(restart, run.total_steps)
         self.workers = [
-            _BudgetWorker(
+            Worker(
                 i,
                 self.learner,
                 ActorSpec(

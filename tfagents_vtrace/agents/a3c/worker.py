@@ -48,9 +48,36 @@ class WorkerStats:
             self.metrics = metrics
 
 
+class StepBudget:
+    """The global steps the workers may still take: claimed a rollout at a time.
+
+    Args:
+      start: steps already taken (the restored global step).
+      total: ``total_steps``; claims stop once this many are claimed, so the claimed total
+        stays below ``total + steps`` of one claim.
+    """
+
+    def __init__(self, start: int, total: int):
+        self.claimed, self.total = int(start), int(total)
+        self._lock = threading.Lock()
+
+    def claim(self, steps: int) -> bool:
+        """Claims ``steps`` if fewer than ``total`` are claimed; returns whether it did."""
+        with self._lock:
+            if self.claimed >= self.total:
+                return False
+            self.claimed += int(steps)
+            return True
+
+    def release(self, steps: int) -> None:
+        """Gives back a claim whose rollout was not counted."""
+        with self._lock:
+            self.claimed -= int(steps)
+
+
 class Worker(threading.Thread):
-    """One A3C worker (module docstring). Stops when ``stop`` is set or the global step
-    reaches ``max_steps``; an unexpected exception is kept in ``error``.
+    """One A3C worker (module docstring). Stops when ``stop`` is set or ``budget`` refuses its
+    next rollout; an unexpected exception is kept in ``error``.
 
     Args:
       worker_id: distinguishes seeds and the update log.
@@ -59,7 +86,8 @@ class Worker(threading.Thread):
       network: the worker's local network (same architecture as the global one).
       stats: shared :class:`WorkerStats`.
       stop: event that ends every worker.
-      max_steps: global step at which the worker stops (None: run until ``stop``).
+      budget: the shared :class:`StepBudget`; each rollout's ``t_max * num_envs`` steps are
+        claimed before it starts and given back if it is dropped (None: run until ``stop``).
       env_factory: optional ``seed -> VectorEnv`` for the runtime actor.
     """
 
@@ -71,13 +99,13 @@ class Worker(threading.Thread):
         network,
         stats: WorkerStats,
         stop: threading.Event,
-        max_steps: int | None = None,
+        budget: StepBudget | None = None,
         env_factory=None,
     ):
         super().__init__(name=f"a3c-worker-{worker_id}", daemon=True)
         self.worker_id = int(worker_id)
         self.learner, self.spec, self.network = learner, spec, network
-        self.stats, self.stop, self.max_steps = stats, stop, max_steps
+        self.stats, self.stop, self.budget = stats, stop, budget
         self.actor = Actor(spec, worker_id, network=network, env_factory=env_factory)
         self.steps = 0
         self.updates = 0
@@ -110,15 +138,20 @@ class Worker(threading.Thread):
         self.stats.add(info, out)
         return out
 
-    def _done(self) -> bool:
-        if self.stop.is_set():
-            return True
-        return self.max_steps is not None and self.learner.shared.step >= self.max_steps
-
     def run(self) -> None:
+        rollout = self.spec.unroll_length * self.spec.num_envs
         try:
-            while not self._done():
-                self.run_once()
+            while not self.stop.is_set():
+                if self.budget is not None and not self.budget.claim(rollout):
+                    break
+                try:
+                    counted = self.run_once() is not None
+                except BaseException:
+                    counted = False
+                    raise
+                finally:
+                    if self.budget is not None and not counted:  # the rollout was dropped
+                        self.budget.release(rollout)
         except BaseException as error:  # noqa: BLE001 - reported by the training loop
             self.error = error
             log.exception("A3C worker %d failed", self.worker_id)
