@@ -34,7 +34,8 @@ class Progress:
         return (time.monotonic() - self.t0) / done * max(self.total - step, 0)
 
     def log(self, row: dict) -> None:
-        """Shows a metrics row: bar postfix on a TTY, one stderr line otherwise."""
+        """Shows a metrics row: bar postfix on a TTY, one stderr line otherwise (also once
+        the bar is closed, so a run's last row is always shown)."""
         if not self.enabled:
             return
         ret = row.get("episode_return")
@@ -59,6 +60,7 @@ class Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+            self._bar = None
 
 
 def _isatty() -> bool:
