@@ -51,13 +51,8 @@ def _import_tensorflow() -> None:
                 del sys.modules[name]
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def main(argv) -> None:
     del argv
-    signal.signal(signal.SIGTERM, _interrupt)  # a cluster's preemption saves like Ctrl-C
     _import_tensorflow()
     if FLAGS.num_cpu_devices:
         from tfagents_vtrace.runtime.strategy import configure_cpu_devices
@@ -69,6 +64,14 @@ def main(argv) -> None:
     from tfagents_vtrace.runtime import run_dir
     from tfagents_vtrace.runtime.loop import train
     from tfagents_vtrace.runtime.strategy import make_strategy, worker_role
+
+    def stop(signum, frame) -> None:  # the loops stop between two steps and save
+        if run_dir.stop_requested():
+            raise KeyboardInterrupt  # a second Ctrl-C: stop at once
+        run_dir.request_stop()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)  # a cluster's preemption saves like Ctrl-C
 
     try:
         agent, agent_config, network_config, run_config = common.configs_from_flags()

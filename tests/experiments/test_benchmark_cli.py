@@ -54,8 +54,9 @@ def _cartpole_solve():
 
 def test_cartpole_solve_without_sb3_stops_at_once(monkeypatch, capsys):
     solve = _cartpole_solve()
-    monkeypatch.setitem(sys.modules, "torch", None)  # find_spec then reports it missing
-    assert solve.missing_sb3_peers() == ["torch"]
+    for name in ("torch", "stable_baselines3"):  # find_spec then reports them missing
+        monkeypatch.setitem(sys.modules, name, None)
+    assert solve.missing_sb3_peers() == ["torch", "stable_baselines3"]
     monkeypatch.setattr(solve.subprocess, "run", lambda *a, **k: pytest.fail("ran something"))
     monkeypatch.setattr(sys, "argv", ["cartpole_solve.py", "--seeds=0"])
     with pytest.raises(SystemExit) as e:
@@ -63,7 +64,8 @@ def test_cartpole_solve_without_sb3_stops_at_once(monkeypatch, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "error: stable-baselines3 (and torch) not installed (no module torch): "
+        "error: stable-baselines3 (and torch) not installed (no module torch, "
+        "stable_baselines3): "
         "install '.[bench]' or pass --no-sb3"
     ]
 

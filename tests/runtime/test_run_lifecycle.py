@@ -171,3 +171,20 @@ def test_ctrl_c_writes_a_checkpoint_and_the_run_resumes_from_it(tmp_path):
     assert resumed.resumed and resumed.env_steps == 256 and resumed.updates == 4
     final = resumed.run()
     assert final["step"] == 512 and final["resumed"]
+
+
+def test_a_requested_stop_ends_the_loop_between_two_steps(tmp_path):
+    trainer = Trainer(_run(4096), AGENT, AGENT.Config(), NET, str(tmp_path))
+    train_step = trainer.learner.train_step
+
+    def step_then_request(batch):  # what a signal handler does while an update runs
+        out = train_step(batch)
+        if trainer.updates == 2:
+            run_dir.request_stop()
+        return out
+
+    trainer.learner.train_step = step_then_request
+    with pytest.raises(run_dir.RunInterrupted) as info:
+        trainer.run()
+    assert info.value.step == 3 * 64 and trainer.updates == 3  # the running update finished
+    assert not run_dir.stop_requested()  # consumed: a later run in this process goes on

@@ -274,6 +274,7 @@ class Trainer:
         last_eval, solved_wall, learner_metrics = None, None, {}
         self._row_steps, self._row_time = self.env_steps, time.monotonic()
         while self.env_steps < run.total_steps:
+            run_dir.check_stop()
             items = [self._next_unroll(unrolls, threads) for _ in range(run.batch_unrolls)]
             for _, info in items:
                 self.stats.add(info, self.updates)

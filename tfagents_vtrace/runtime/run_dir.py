@@ -15,8 +15,9 @@ so is a checkpointed run of another agent, environment or network (its checkpoin
 be restored); other config changes are allowed, listed, and the previous ``config.json`` is
 kept as ``config.before-resume-<n>.json``. A run that already ended (``final.json`` at the
 checkpoint's step, with ``total_steps`` or ``stop_return`` reached) is not trained again
-(:func:`finished_row`). Ctrl-C (or SIGTERM, which ``experiments.train`` turns into one) inside
-:func:`checkpoint_on_interrupt` writes a checkpoint before the run stops.
+(:func:`finished_row`). A ``KeyboardInterrupt`` inside :func:`checkpoint_on_interrupt` writes
+a checkpoint before the run stops; ``experiments.train`` turns Ctrl-C and SIGTERM into
+:func:`request_stop`, which the loops' :func:`check_stop` raises as one between two steps.
 
 Resuming: rows of metrics.jsonl and TensorBoard summaries with a step beyond the restored
 checkpoint's step are dropped (they will be recomputed), so steps stay strictly increasing
@@ -32,6 +33,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -464,6 +466,28 @@ def finished_row(logdir: str, run, step: int) -> dict | None:
     if step < run.total_steps and not solved:
         return None
     return {**final, "already_finished": True}
+
+
+_STOP = threading.Event()
+
+
+def request_stop() -> None:
+    """Asks every training loop of this process to stop at its next step: the safe way for a
+    signal handler (``experiments.train`` calls it on Ctrl-C and SIGTERM), since an exception
+    raised inside TensorFlow's C++ calls can crash the process."""
+    _STOP.set()
+
+
+def stop_requested() -> bool:
+    return _STOP.is_set()
+
+
+def check_stop() -> None:
+    """Raises ``KeyboardInterrupt`` once :func:`request_stop` was called (clearing the
+    request); training loops call it once per step, inside :func:`checkpoint_on_interrupt`."""
+    if _STOP.is_set():
+        _STOP.clear()
+        raise KeyboardInterrupt("stop requested")
 
 
 class RunInterrupted(KeyboardInterrupt):

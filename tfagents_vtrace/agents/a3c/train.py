@@ -192,6 +192,7 @@ class A3CTrainer:
         last_eval = None
         while any(w.is_alive() for w in self.workers):
             time.sleep(0.02)
+            run_dir.check_stop()
             self._check_workers()
             step = shared.step
             progress.update(step, self.stats.returns)

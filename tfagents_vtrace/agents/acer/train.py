@@ -245,6 +245,7 @@ class AcerTrainer:
         actor = Actor(self._spec(0), 0, self.learner.network, self._actor_factory())
         try:
             while self.env_steps < self.run_config.total_steps:
+                run_dir.check_stop()
                 self.iterate(actor, 0, self.learner.train_step)
                 self.env_steps += self.steps_per_iter
                 if self._bookkeeping(state, progress):
@@ -261,6 +262,7 @@ class AcerTrainer:
             seen = self.env_steps
             while any(w.is_alive() for w in workers):
                 time.sleep(0.02)
+                run_dir.check_stop()
                 errors = [w.error for w in workers if w.error is not None]
                 if errors:
                     raise RuntimeError(f"ACER worker failed: {errors[0]!r}") from errors[0]

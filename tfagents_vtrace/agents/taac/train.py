@@ -273,6 +273,7 @@ class TaacTrainer:
         window = {"steps": 0, "starts": 0}
         learn, last_eval, solved_wall, iteration = {}, None, None, 0
         while self.step < run.total_steps:
+            run_dir.check_stop()
             self._collect(roll, self.step < cfg.initial_collect_steps, returns, window)
             iteration += 1
             if (
