@@ -1,6 +1,7 @@
 """Export a trained policy: ``python -m experiments.export --logdir=DIR --output=PATH``.
 
-Rebuilds the network from ``DIR/config.json``, restores the latest checkpoint in
+Rebuilds the network from ``DIR/config.json`` (or, for agents with an ``export_run``, such as
+TAAC, lets the agent rebuild its policy), restores the latest checkpoint in
 ``DIR/checkpoints`` and writes the SavedModel of DESIGN.md's export contract to PATH
 (Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561, is the agent family).
 A run directory without config or checkpoint, or an existing non-empty PATH without
@@ -54,11 +55,16 @@ def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
 def main(argv) -> None:
     del argv
     output = check_flags(FLAGS.logdir, FLAGS.output, FLAGS.overwrite)
+    from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.export import export_policy
-    from tfagents_vtrace.runtime.run_dir import restore_network
+    from tfagents_vtrace.runtime.run_dir import read_config, restore_network
 
-    network = restore_network(FLAGS.logdir)
-    path = export_policy(network, output, overwrite=FLAGS.overwrite)
+    agent = get_agent(read_config(FLAGS.logdir).get("agent", "impala"))
+    if hasattr(agent, "export_run"):  # agents whose policy is not the actor-critic network
+        path = agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite)
+    else:
+        network = restore_network(FLAGS.logdir)
+        path = export_policy(network, output, overwrite=FLAGS.overwrite)
     print(path, flush=True)
 
 

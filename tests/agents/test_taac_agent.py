@@ -159,6 +159,19 @@ def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
     assert any("eval_return" in r for r in rows) and rows[-1]["repeat_length"] >= 1.0
     assert (tmp_path / "run" / "checkpoints" / "replay-120.npz").exists()
     assert (tmp_path / "run" / "policy" / "saved_model.pb").exists()
+    # experiments.export's path for TAAC: rebuilt from config.json + checkpoint, the same policy.
+    from tfagents_vtrace.agents.taac import export_run
+
+    trained = tf.saved_model.load(f"{logdir}/policy")
+    rebuilt = tf.saved_model.load(export_run(logdir, str(tmp_path / "re")))
+    obs = np.random.default_rng(3).normal(size=(16, 3)).astype(np.float32)
+    inputs = dict(observation=obs, first=np.ones(16, bool),
+                  prev_action=np.zeros((16, 1), np.float32), prev_reward=np.zeros(16, np.float32),
+                  state=trained.get_initial_state(batch_size=tf.constant(16)))  # fmt: skip
+    want, got = trained.greedy_action(**inputs), rebuilt.greedy_action(**inputs)
+    assert np.ptp(want["action"].numpy()) > 0  # trained weights, not a constant policy
+    for key in ("action", "value", "p_b1"):
+        np.testing.assert_array_equal(got[key].numpy(), want[key].numpy(), err_msg=key)
     run2 = RunConfig(**{**run.__dict__, "total_steps": 160, "export_policy": False})
     final2 = train(run2, cfg, None, logdir)
     assert final2["resumed"] and final2["step"] == 160

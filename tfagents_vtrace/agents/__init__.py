@@ -8,6 +8,8 @@ An agent module (e.g. :mod:`tfagents_vtrace.agents.impala`) exposes
   adjusts the flags' network config to what the agent needs (e.g. ACER adds a Q head);
 * optionally ``train(run_config, agent_config, network_config, logdir, **kwargs) -> dict``:
   the agent drives its own loop (A3C's threads, ACER's replay, TAAC's per-step updates);
+* optionally ``export_run(logdir, path, overwrite=False) -> str``: exports the policy of a
+  run directory when it is not the actor-critic network (TAAC);
 * ``Learner``: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with
   ``network``, ``optimizer``, ``train_step(batch) -> dict[str, float]``,
   ``get_weights() -> list[np.ndarray]`` and ``checkpoint_items() -> dict`` (trackables).

@@ -3,10 +3,12 @@ https://arxiv.org/abs/2104.06521).
 
 Registry names: ``Config`` (:class:`TaacConfig`, ``trajectory`` selects TAAC/TaacL/TaacQ),
 ``Learner`` (:class:`TaacLearner`: networks, optimizers, the compiled update) and ``train``
-(the replay-driven loop that ``experiments.train --agent=taac`` calls).
+(the replay-driven loop that ``experiments.train --agent=taac`` calls) and ``export_run``
+(the policy of a run directory, for ``experiments.export``).
 """
 
 from tfagents_vtrace.agents.taac.config import TaacConfig
+from tfagents_vtrace.agents.taac.export import export_run
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy, act_step
 from tfagents_vtrace.agents.taac.train import TaacTrainer, train
@@ -25,5 +27,6 @@ __all__ = [
     "TaacTrainer",
     "Trajectory",
     "act_step",
+    "export_run",
     "train",
 ]

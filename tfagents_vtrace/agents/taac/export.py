@@ -166,3 +166,36 @@ def export_taac_policy(
     module = TaacPolicyModule(learner, action_space, seed=seed)
     tf.saved_model.save(module, path, signatures=module.serving_signatures())
     return path
+
+
+def export_run(logdir: str, path: str, *, overwrite: bool = False) -> str:
+    """Exports the policy of TAAC run directory ``logdir`` to ``path``; returns ``path``.
+
+    Rebuilds the learner from ``config.json`` (TAAC config, env id), restores the networks of
+    the latest checkpoint and writes the SavedModel that training writes to ``LOGDIR/policy``
+    (``experiments.export`` calls this for TAAC runs).
+
+    Raises:
+      ValueError: no config.json or no checkpoint in ``logdir``; ``path`` exists and
+        ``overwrite`` is False.
+    """
+    from tfagents_vtrace.agents.taac.config import TaacConfig
+    from tfagents_vtrace.agents.taac.learner import TaacLearner
+    from tfagents_vtrace.envs import make_env
+    from tfagents_vtrace.runtime import run_dir
+
+    config = run_dir.read_config(logdir)
+    agent_config = run_dir.dataclass_from_dict(TaacConfig, config["agent_config"])
+    env = make_env(config["env_id"])
+    try:
+        obs_shape, space = env.observation_space.shape, env.action_space
+    finally:
+        env.close()
+    seed = int(config["run_config"].get("seed", 0))
+    learner = TaacLearner(agent_config, obs_shape, int(np.prod(space.shape)), seed=seed)
+    latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
+    if latest is None:
+        raise ValueError(f"logdir: no checkpoint in {os.path.join(logdir, 'checkpoints')!r}")
+    status = tf.train.Checkpoint(**learner.checkpoint_items()).restore(latest)
+    status.expect_partial()  # the run counters are not needed
+    return export_taac_policy(learner, path, space, overwrite=overwrite)
