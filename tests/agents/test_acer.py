@@ -149,7 +149,7 @@ def test_interrupt_stops_the_workers_saves_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     final = train(run, cfg, net_cfg, str(tmp_path))
     assert final["resumed"] and final["replay_restored"] == saved_replay
-    assert 300 <= final["step"] < 300 + 2 * 20  # each worker checks before its iteration
+    assert 300 <= final["step"] < 300 + 20  # iterations are claimed from one step budget
     rows = run_dir.read_metrics(str(tmp_path))
     assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
     assert rows[-1]["step"] == final["step"] and "eval_return" in rows[-1]

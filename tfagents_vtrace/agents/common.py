@@ -8,6 +8,7 @@ training, and rewards clipped to [-1, 1] ("abs_one") or squashed asymmetrically
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import keras
@@ -265,6 +266,33 @@ def require_local_backend(run, agent_name: str) -> None:
             f"backend: {agent_name} acts in the training process, expected 'local', "
             f"received {run.backend!r} (--backend=ray serves the IMPALA and A2C runtime)"
         )
+
+
+class StepBudget:
+    """The global steps the workers may still take: claimed a rollout at a time.
+
+    Args:
+      start: steps already taken (the restored global step).
+      total: ``total_steps``; claims stop once this many are claimed, so the claimed total
+        stays below ``total + steps`` of one claim.
+    """
+
+    def __init__(self, start: int, total: int):
+        self.claimed, self.total = int(start), int(total)
+        self._lock = threading.Lock()
+
+    def claim(self, steps: int) -> bool:
+        """Claims ``steps`` if fewer than ``total`` are claimed; returns whether it did."""
+        with self._lock:
+            if self.claimed >= self.total:
+                return False
+            self.claimed += int(steps)
+            return True
+
+    def release(self, steps: int) -> None:
+        """Gives back a claim whose rollout was not counted."""
+        with self._lock:
+            self.claimed -= int(steps)
 
 
 class BatchFunction:

@@ -15,7 +15,7 @@ and ``export_policy``; the rollout length and thread count are the A3C config's 
 ``num_workers``.
 
 Step budget: before each rollout a worker claims its ``t_max * num_envs`` steps from one
-shared :class:`~tfagents_vtrace.agents.a3c.worker.StepBudget` and stops once ``total_steps``
+shared :class:`~tfagents_vtrace.agents.common.StepBudget` and stops once ``total_steps``
 are claimed (a rollout dropped by a failed environment gives its claim back), so a run ends
 within one rollout of the target, whatever ``num_workers``:
 ``total_steps <= step < total_steps + t_max * num_envs``.
@@ -43,7 +43,7 @@ import tensorflow as tf
 from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
-from tfagents_vtrace.agents.a3c.worker import StepBudget, Worker, WorkerStats
+from tfagents_vtrace.agents.a3c.worker import Worker, WorkerStats
 from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime.actor import ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
@@ -98,7 +98,7 @@ class A3CTrainer:
         if env_factory is not None:
             factory = lambda seed: env_factory(run.num_envs, seed)
         restart = self.learner.shared.step
-        self.budget = StepBudget(restart, run.total_steps)
+        self.budget = common.StepBudget(restart, run.total_steps)
         self.workers = [
             Worker(
                 i,

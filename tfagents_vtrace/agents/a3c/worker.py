@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.a3c.shared import A3CLearner, compute_gradients, finish_update
+from tfagents_vtrace.agents.common import StepBudget
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec
 
 log = logging.getLogger(__name__)
@@ -46,33 +47,6 @@ class WorkerStats:
             self.episodes += len(info["episode_returns"])
             self.env_restarts[info["actor_id"]] = info["env_restarts"]
             self.metrics = metrics
-
-
-class StepBudget:
-    """The global steps the workers may still take: claimed a rollout at a time.
-
-    Args:
-      start: steps already taken (the restored global step).
-      total: ``total_steps``; claims stop once this many are claimed, so the claimed total
-        stays below ``total + steps`` of one claim.
-    """
-
-    def __init__(self, start: int, total: int):
-        self.claimed, self.total = int(start), int(total)
-        self._lock = threading.Lock()
-
-    def claim(self, steps: int) -> bool:
-        """Claims ``steps`` if fewer than ``total`` are claimed; returns whether it did."""
-        with self._lock:
-            if self.claimed >= self.total:
-                return False
-            self.claimed += int(steps)
-            return True
-
-    def release(self, steps: int) -> None:
-        """Gives back a claim whose rollout was not counted."""
-        with self._lock:
-            self.claimed -= int(steps)
 
 
 class Worker(threading.Thread):

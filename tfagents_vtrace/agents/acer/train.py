@@ -10,7 +10,9 @@ Wang et al. 2016, https://arxiv.org/abs/1611.01224 (Algorithm 1). Each iteration
   the learner's own network (no copy, no policy lag).
 * ``num_workers = N``: N worker threads (as A3C), each with its environments and a local
   network copy; they compute gradients locally and apply them to the global network and its
-  average under the learner's lock; they share one replay.
+  average under the learner's lock; they share one replay. Each iteration's
+  ``t_max * num_envs`` steps are claimed from one :class:`~tfagents_vtrace.agents.common.StepBudget`
+  first, so the run ends within one iteration of ``total_steps``.
 
 The calling thread writes metrics rows (``DIR/metrics.jsonl``: losses and the ACER
 statistics ``average_value``, ``average_entropy``, ``average_kl``), runs the greedy
@@ -36,6 +38,7 @@ import tensorflow as tf
 from tfagents_vtrace.agents import common
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
+from tfagents_vtrace.agents.common import StepBudget
 from tfagents_vtrace.replay import storage
 from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.runtime import run_dir
@@ -255,7 +258,9 @@ class AcerTrainer:
 
     def _async_loop(self, state: dict, progress: Progress) -> None:
         stop = threading.Event()
-        workers = [AcerWorker(self, i, stop) for i in range(self.config.num_workers)]
+        # Each iteration is claimed first, so the run ends within one of total_steps.
+        budget = StepBudget(self.env_steps, self.run_config.total_steps)
+        workers = [AcerWorker(self, i, stop, budget) for i in range(self.config.num_workers)]
         for w in workers:
             w.start()
         try:
@@ -340,9 +345,11 @@ class AcerTrainer:
 class AcerWorker(threading.Thread):
     """An asynchronous ACER worker: local network + actor, global updates under the lock."""
 
-    def __init__(self, trainer: AcerTrainer, worker_id: int, stop: threading.Event):
+    def __init__(
+        self, trainer: AcerTrainer, worker_id: int, stop: threading.Event, budget: StepBudget
+    ):
         super().__init__(name=f"acer-worker-{worker_id}", daemon=True)
-        self.trainer, self.worker_id, self.stop = trainer, worker_id, stop
+        self.trainer, self.worker_id, self.stop, self.budget = trainer, worker_id, stop, budget
         self.network = trainer._build_network()
         self.actor = Actor(
             trainer._spec(worker_id + 1), worker_id, self.network, trainer._actor_factory()
@@ -362,7 +369,7 @@ class AcerWorker(threading.Thread):
     def run(self) -> None:
         trainer = self.trainer
         try:
-            while not self.stop.is_set() and trainer.env_steps < trainer.run_config.total_steps:
+            while not self.stop.is_set() and self.budget.claim(trainer.steps_per_iter):
                 with trainer.learner.lock:
                     self.network.set_weights(trainer.learner.get_weights())
                 trainer.iterate(self.actor, self.worker_id + 1, self.update)
