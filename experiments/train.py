@@ -78,9 +78,8 @@ def main(argv) -> None:
         strategy = make_strategy(FLAGS.strategy)
         config = dict(agent=FLAGS.agent, env_id=run_config.env_id, agent_config=agent_config,
                       network_config=network_config, run_config=run_config)  # fmt: skip
-        run_dir.prepare_logdir(
-            FLAGS.logdir, config, overwrite=FLAGS.overwrite, write=worker_role(strategy).is_chief
-        )
+        if worker_role(strategy).is_chief:  # the others write elsewhere (multi_worker)
+            run_dir.prepare_logdir(FLAGS.logdir, config, overwrite=FLAGS.overwrite)
     except ValueError as e:  # the configs' validation names the field (= the flag)
         cli.fail(str(e))
     except gymnasium.error.Error as e:

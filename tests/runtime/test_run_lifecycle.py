@@ -83,8 +83,6 @@ def test_other_config_changes_resume_and_keep_the_previous_config(tmp_path, caps
     assert run_dir.prepare_logdir(logdir, _config()) == "resume"
     assert not any(name.startswith("config.before") for name in os.listdir(logdir))
     changed = _config(agent_config__learning_rate=0.002, run_config__total_steps=5000)
-    assert run_dir.prepare_logdir(logdir, changed, write=False) == "resume"
-    assert not any(name.startswith("config.before") for name in os.listdir(logdir))
     assert run_dir.prepare_logdir(logdir, changed) == "resume"
     message = capsys.readouterr().err
     assert "agent_config.learning_rate: 0.001 -> 0.002" in message

@@ -375,15 +375,16 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [f"{prefix}: {old!r} -> {new!r}"]
 
 
-def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False, write: bool = True):
+def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str:
     """Checks that a run with ``config`` may start in ``logdir``; returns ``"new"`` or
     ``"resume"``.
 
     ``config`` is the dict :func:`write_run_config` stores (``agent``, ``env_id``,
     ``agent_config``, ``network_config``, ``run_config``). ``overwrite=True`` removes the
     entries of a previous run (``config.json``, ``metrics.jsonl``, ``final.json``,
-    ``checkpoints/``, ``policy/``, TensorBoard event files) and starts afresh. ``write=False``
-    (multi-worker non-chief processes) only checks.
+    ``checkpoints/``, ``policy/``, TensorBoard event files) and starts afresh. In a
+    multi-worker cluster only the chief calls it (the others write elsewhere, and would see
+    the chief's new files).
 
     Raises:
       ValueError: naming ``logdir``, when it holds files but no checkpoint, or a checkpointed
@@ -395,15 +396,14 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False, write:
         return "new"
     entries = sorted(e for e in os.listdir(logdir) if e != "checkpoints" or has_checkpoint(logdir))
     if overwrite:
-        if write:
-            for entry in _RUN_ENTRIES:
-                path = os.path.join(logdir, entry)
-                if os.path.isdir(path):
-                    shutil.rmtree(path)
-                elif os.path.exists(path):
-                    os.remove(path)
-            for path in glob.glob(os.path.join(logdir, "events.out.tfevents.*")):
+        for entry in _RUN_ENTRIES:
+            path = os.path.join(logdir, entry)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
                 os.remove(path)
+        for path in glob.glob(os.path.join(logdir, "events.out.tfevents.*")):
+            os.remove(path)
         return "new"
     if not entries:
         return "new"
@@ -425,7 +425,7 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False, write:
             f"in {'; '.join(structural)}. Choose another logdir, or overwrite=True (--overwrite)"
         )
     changed = _differences(old, new)
-    if changed and write:
+    if changed:
         n = 1
         while os.path.exists(os.path.join(logdir, f"config.before-resume-{n}.json")):
             n += 1
