@@ -58,6 +58,10 @@ def flag_error_from(flag: str, *errors: type[BaseException]) -> Iterator[None]:
 
 def check_int(flag: str, value: int, minimum: int) -> int:
     """``value`` if it is an int >= ``minimum``, else a :class:`FlagError` naming ``flag``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise FlagError(flag, f"expected an int >= {minimum}, received {value!r}")
+    from tfagents_vtrace.runtime.config import check_int as check  # no TensorFlow import
+
+    try:
+        check(flag, value, minimum)
+    except ValueError as e:  # "flag: expected ..." (the configs' wording) -> "--flag: ..."
+        raise FlagError(flag, str(e).split(": ", 1)[1]) from None
     return value

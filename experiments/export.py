@@ -33,16 +33,17 @@ def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
 
     Raises:
       FlagError: ``logdir`` is not a directory or lacks ``config.json`` or a checkpoint
-        (``checkpoints/checkpoint``, the index ``tf.train.latest_checkpoint`` reads); or
+        (``run_dir.has_checkpoint``); or
         ``output`` exists, is not an empty directory, and ``overwrite`` is False.
     """
     if not os.path.isdir(logdir):
         raise FlagError("logdir", f"no such directory: {logdir}")
     if not os.path.isfile(os.path.join(logdir, "config.json")):
         raise FlagError("logdir", f"no config.json in {logdir} (not an experiments.train run)")
-    ckpt_dir = os.path.join(logdir, "checkpoints")
-    if not os.path.isfile(os.path.join(ckpt_dir, "checkpoint")):
-        raise FlagError("logdir", f"no checkpoint in {ckpt_dir}")
+    from tfagents_vtrace.runtime.run_dir import has_checkpoint  # no TensorFlow import
+
+    if not has_checkpoint(logdir):
+        raise FlagError("logdir", f"no checkpoint in {os.path.join(logdir, 'checkpoints')}")
     output = output or os.path.join(logdir, "policy")
     non_empty = os.path.exists(output) and (not os.path.isdir(output) or os.listdir(output))
     if non_empty and not overwrite:

@@ -76,8 +76,7 @@ def main(argv) -> None:
     try:
         agent, agent_config, network_config, run_config = common.configs_from_flags()
         strategy = make_strategy(FLAGS.strategy)
-        config = dict(agent=FLAGS.agent, env_id=run_config.env_id, agent_config=agent_config,
-                      network_config=network_config, run_config=run_config)  # fmt: skip
+        config = run_dir.run_config_dict(FLAGS.agent, run_config, agent_config, network_config)
         if worker_role(strategy).is_chief:  # the others write elsewhere (multi_worker)
             run_dir.prepare_logdir(FLAGS.logdir, config, overwrite=FLAGS.overwrite)
     except ValueError as e:  # the configs' validation names the field (= the flag)

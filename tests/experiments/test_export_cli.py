@@ -44,12 +44,13 @@ def test_export_round_trip(tmp_path):
 
 
 def _fake_run(path, config=True, checkpoint=True):
-    """A run directory with (empty) config.json and checkpoint index, enough for check_flags."""
+    """A run directory with (empty) config.json and checkpoint files, enough for check_flags."""
     os.makedirs(os.path.join(path, "checkpoints"))
     if config:
         open(os.path.join(path, "config.json"), "w").close()
     if checkpoint:
-        open(os.path.join(path, "checkpoints", "checkpoint"), "w").close()
+        for name in ("checkpoint", "ckpt-1.index"):  # the state file and one checkpoint
+            open(os.path.join(path, "checkpoints", name), "w").close()
     return str(path)
 
 

@@ -64,19 +64,22 @@ def write_config(logdir: str, config: dict, name: str = "config.json") -> str:
     return path
 
 
+def run_config_dict(agent_name: str, run, agent_config, network_config) -> dict:
+    """What ``config.json`` holds: agent name, env id and the agent, network and run configs
+    (enough to rebuild the network, see :func:`restore_network`), as JSON values."""
+    config = {
+        "agent": agent_name,
+        "env_id": run.env_id,
+        "agent_config": agent_config,
+        "network_config": network_config,
+        "run_config": run,
+    }
+    return json.loads(json.dumps(_jsonable(config)))
+
+
 def write_run_config(logdir: str, agent_name: str, run, agent_config, network_config) -> str:
-    """Writes the run's ``config.json``: agent name, env id and the agent, network and run
-    configs (enough to rebuild the network, see :func:`restore_network`)."""
-    return write_config(
-        logdir,
-        {
-            "agent": agent_name,
-            "env_id": run.env_id,
-            "agent_config": agent_config,
-            "network_config": network_config,
-            "run_config": run,
-        },
-    )
+    """Writes the run's ``config.json`` (:func:`run_config_dict`)."""
+    return write_config(logdir, run_config_dict(agent_name, run, agent_config, network_config))
 
 
 def read_config(logdir: str) -> dict:
@@ -379,8 +382,7 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
     """Checks that a run with ``config`` may start in ``logdir``; returns ``"new"`` or
     ``"resume"``.
 
-    ``config`` is the dict :func:`write_run_config` stores (``agent``, ``env_id``,
-    ``agent_config``, ``network_config``, ``run_config``). ``overwrite=True`` removes the
+    ``config`` is the :func:`run_config_dict` of the new run. ``overwrite=True`` removes the
     entries of a previous run (``config.json``, ``metrics.jsonl``, ``final.json``,
     ``checkpoints/``, ``policy/``, TensorBoard event files) and starts afresh. In a
     multi-worker cluster only the chief calls it (the others write elsewhere, and would see
@@ -413,8 +415,7 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
             f"logdir: {logdir!r} already holds files ({shown}) but no checkpoint to resume; "
             "choose another logdir, or overwrite=True (--overwrite) to replace that run"
         )
-    old = json.loads(json.dumps(_jsonable(read_config(logdir))))
-    new = json.loads(json.dumps(_jsonable(config)))
+    old, new = read_config(logdir), config
     structural = _differences(
         {k: old.get(k) for k in _STRUCTURAL}, {k: new.get(k) for k in _STRUCTURAL}
     )
