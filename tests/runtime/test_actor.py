@@ -24,17 +24,21 @@ def short_cartpole(num_envs, seed, max_episode_steps=6):
 
 
 class FailingVectorEnv(gym.vector.VectorWrapper):
-    """Raises RuntimeError on every ``every``-th call to step() (counted across instances)."""
+    """Raises RuntimeError on every ``every``-th call to step() (counted across instances of
+    a process), at most ``max_failures`` times in all (None: no limit)."""
 
     calls = 0
+    failures = 0
 
-    def __init__(self, env, every):
+    def __init__(self, env, every, max_failures=None):
         super().__init__(env)
-        self.every = every
+        self.every, self.max_failures = every, max_failures
 
     def step(self, actions):
         FailingVectorEnv.calls += 1
-        if FailingVectorEnv.calls % self.every == 0:
+        limited = self.max_failures is not None and FailingVectorEnv.failures >= self.max_failures
+        if FailingVectorEnv.calls % self.every == 0 and not limited:
+            FailingVectorEnv.failures += 1
             raise RuntimeError("simulated environment crash")
         return self.env.step(actions)
 
@@ -68,7 +72,7 @@ def test_unroll_layout_follows_next_step_autoreset(impl):
 
 
 def test_env_failure_drops_the_unroll_and_recreates_the_env():
-    FailingVectorEnv.calls = 0
+    FailingVectorEnv.calls = FailingVectorEnv.failures = 0
     actor = _actor(lambda seed: FailingVectorEnv(short_cartpole(B, seed), every=13))
     results = [actor.unroll() for _ in range(12)]
     dropped = sum(r is None for r in results)

@@ -94,8 +94,10 @@ def test_cartpole_training_with_two_ray_actors(tmp_path, ray_session, pools):
 
 
 def test_ray_actor_whose_env_raises_is_recreated(tmp_path, ray_session, pools):
-    # The factory is unpickled in the actor process: its env raises on every 40th step there.
-    factory = lambda n, seed: FailingVectorEnv(short_cartpole(n, seed, 50), every=40)
+    # The factory is unpickled in the actor process: its env raises on every 40th step there,
+    # twice (and at most twice in the learner's evaluation, which retries 3 times).
+    FailingVectorEnv.calls = FailingVectorEnv.failures = 0
+    factory = lambda n, seed: FailingVectorEnv(short_cartpole(n, seed, 50), 40, max_failures=2)
     trainer = Trainer(_run(2048, 1), AGENT, AGENT.Config(), NET, str(tmp_path),
                       env_factory=factory)  # fmt: skip
     final = trainer.run()
