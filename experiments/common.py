@@ -90,7 +90,9 @@ def define_train_flags() -> None:
     flags.DEFINE_integer("num_workers", 4, "A3C worker threads.")
     flags.DEFINE_integer("t_max", 20, "A3C rollout length per worker update.")
     # Network (NetworkConfig documents each).
-    flags.DEFINE_enum("torso", "mlp", ["mlp", "nature_cnn", "impala_resnet"], "Network torso.")
+    from tfagents_vtrace.networks.config import TORSOS
+
+    flags.DEFINE_enum("torso", "mlp", list(TORSOS), "Network torso.")
     flags.DEFINE_list("hidden_sizes", ["64", "64"], "MLP hidden sizes.")
     flags.DEFINE_list(
         "value_hidden_sizes",
@@ -142,6 +144,7 @@ def configs_from_flags():
             None if FLAGS.value_hidden_sizes is None else tuple(map(int, FLAGS.value_hidden_sizes))
         ),
         activation=FLAGS.activation,
+        cnn_dense_size=FLAGS.cnn_dense_size,
         core=None if FLAGS.core == "none" else FLAGS.core,
         lstm_size=FLAGS.lstm_size,
         use_prev_action=FLAGS.use_prev_action,

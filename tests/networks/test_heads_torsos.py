@@ -8,6 +8,7 @@ import tensorflow as tf
 from tfagents_vtrace.networks import (
     GaussianHead,
     ImpalaResNet,
+    MinAtarCNN,
     NatureCNN,
     NetworkConfig,
     StochasticDuelingHead,
@@ -138,3 +139,33 @@ def test_config_round_trip():
         NetworkConfig.from_dict({"bogus": 1})
     with pytest.raises(ValueError, match="lstm_size"):
         NetworkConfig(lstm_size=0)
+
+
+def test_minatar_cnn_architecture():
+    torso = MinAtarCNN(dense_size=32)
+    out = torso(tf.zeros([2, 10, 10, 4], tf.uint8))
+    assert out.shape == (2, 32)
+    assert torso.conv.weights[0].shape == (3, 3, 4, 16)
+    assert torso.dense.weights[0].shape == (8 * 8 * 16, 32)  # valid 3x3 conv: 10 -> 8
+
+
+@pytest.mark.parametrize("torso", ["mlp", "minatar_cnn", "nature_cnn"])
+def test_binary_uint8_grids_reach_the_network_as_0_1_and_images_are_divided_by_255(torso, rng):
+    """A uint8 Box with high=1 (MinAtar) is fed as 0/1; one with high=255 is divided by 255.
+
+    Ground truth: the same network on float32 observations of the expected values."""
+    act = gym.spaces.Discrete(3)
+    size = 36 if torso == "nature_cnn" else 10
+    grid = rng.integers(0, 2, size=(4, size, size, 4)).astype(np.uint8)
+    for high, expected in ((1, grid.astype(np.float32)), (255, grid / np.float32(255.0))):
+        space = gym.spaces.Box(0, high, (size, size, 4), np.uint8)
+        cfg = NetworkConfig(torso=torso, hidden_sizes=(8,))
+        tf.keras.utils.set_random_seed(0)
+        net = make_network(cfg, space, act)
+        tf.keras.utils.set_random_seed(0)
+        ref = make_network(cfg, gym.spaces.Box(0.0, 1.0, (size, size, 4), np.float32), act)
+        ref.set_weights(net.get_weights())
+        got = net.torso(tf.constant(grid)).numpy()
+        want = ref.torso(tf.constant(expected.astype(np.float32))).numpy()
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        assert np.abs(got).max() > 0

@@ -25,7 +25,7 @@ from tfagents_vtrace.networks.heads import (
     StochasticDuelingHead,
     ValueHead,
 )
-from tfagents_vtrace.networks.torsos import ImpalaResNet, MLPTorso, NatureCNN
+from tfagents_vtrace.networks.torsos import ImpalaResNet, MinAtarCNN, MLPTorso, NatureCNN
 
 __all__ = [
     "ActorCriticNetwork",
@@ -34,6 +34,7 @@ __all__ = [
     "GaussianHead",
     "ImpalaResNet",
     "LSTMCore",
+    "MinAtarCNN",
     "MLPTorso",
     "NatureCNN",
     "NetInputs",

@@ -78,7 +78,7 @@ class ActorCriticNetwork(keras.Model):
         self.value_torso = None
         if config.value_hidden_sizes is not None:
             self.value_torso = torsos.MLPTorso(
-                config.value_hidden_sizes, config.activation, self.obs_categories
+                config.value_hidden_sizes, config.activation, self.obs_categories, self.input_scale
             )
         if config.q_head == "stochastic_dueling":
             self.q_head = heads.StochasticDuelingHead(config.sdn_hidden_sizes, config.activation)
@@ -98,9 +98,11 @@ class ActorCriticNetwork(keras.Model):
     def _setup_spaces(self, config, observation_space, action_space) -> None:
         if isinstance(observation_space, gym.spaces.Discrete):
             self.obs_categories = int(observation_space.n)
+            self.input_scale = 1.0
             self.observation_spec = tf.TensorSpec([], tf.int32, name="observation")
         elif isinstance(observation_space, gym.spaces.Box):
             self.obs_categories = None
+            self.input_scale = torsos.input_scale_for(observation_space)
             dtype = tf.uint8 if observation_space.dtype == np.uint8 else tf.float32
             self.observation_spec = tf.TensorSpec(observation_space.shape, dtype, "observation")
         else:
@@ -133,16 +135,21 @@ class ActorCriticNetwork(keras.Model):
 
     def _make_torso(self, config: NetworkConfig) -> keras.layers.Layer:
         rank = len(self.observation_spec.shape)
+        scale = self.input_scale
         if config.torso == "mlp":
-            return torsos.MLPTorso(config.hidden_sizes, config.activation, self.obs_categories)
+            return torsos.MLPTorso(
+                config.hidden_sizes, config.activation, self.obs_categories, scale
+            )
         if rank != 3:
             raise ValueError(
                 f"torso={config.torso!r} needs [H, W, C] observations, got shape "
                 f"{tuple(self.observation_spec.shape)}"
             )
         if config.torso == "nature_cnn":
-            return torsos.NatureCNN(config.cnn_dense_size or 512)
-        return torsos.ImpalaResNet(dense_size=config.cnn_dense_size or 256)
+            return torsos.NatureCNN(config.cnn_dense_size or 512, input_scale=scale)
+        if config.torso == "minatar_cnn":
+            return torsos.MinAtarCNN(dense_size=config.cnn_dense_size or 128, input_scale=scale)
+        return torsos.ImpalaResNet(dense_size=config.cnn_dense_size or 256, input_scale=scale)
 
     # ------------------------------------------------------------------------ public API
     @property

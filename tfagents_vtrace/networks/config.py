@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-TORSOS = ("mlp", "nature_cnn", "impala_resnet")
+TORSOS = ("mlp", "nature_cnn", "minatar_cnn", "impala_resnet")
 CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
 GAUSSIAN_STDS = ("state", "global")
@@ -39,9 +39,11 @@ class NetworkConfig:
     """
 
     # Torso: "mlp" (dense layers on the flattened observation), "nature_cnn" (3 convs + dense
-    # `cnn_dense_size` or 512), "impala_resnet" (3 stages 16/32/32 of conv + max-pool + 2
-    # residual blocks, then dense `cnn_dense_size` or 256). uint8 observations are scaled to
-    # [0, 1] inside every torso; Discrete observations are one-hot encoded.
+    # `cnn_dense_size` or 512), "minatar_cnn" (conv 16x3x3/1 + dense `cnn_dense_size` or 128,
+    # the MinAtar paper's), "impala_resnet" (3 stages 16/32/32 of conv + max-pool + 2
+    # residual blocks, then dense `cnn_dense_size` or 256). uint8 images (values up to 255)
+    # are scaled to [0, 1] inside every torso, 0/1 uint8 grids (MinAtar) enter as 0/1;
+    # Discrete observations are one-hot encoded.
     torso: str = "mlp"
     # Hidden layer sizes of the MLP torso (ignored by the CNN torsos).
     hidden_sizes: tuple[int, ...] = (64, 64)

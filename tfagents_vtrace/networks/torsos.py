@@ -3,13 +3,18 @@
 * :class:`MLPTorso`: dense layers on the flattened observation.
 * :class:`NatureCNN`: the DQN network of Mnih et al. 2015 (Nature 518, 529-533):
   conv 32x8x8/4, conv 64x4x4/2, conv 64x3x3/1, dense 512, relu throughout.
+* :class:`MinAtarCNN`: the MinAtar network of Young & Tian 2019
+  (https://arxiv.org/abs/1903.03176): conv 16x3x3/1 (valid), dense 128, relu throughout.
 * :class:`ImpalaResNet`: the deep ResNet of IMPALA (Espeholt et al. 2018,
   https://arxiv.org/abs/1802.01561, Fig. 3): three stages with 16, 32, 32 channels, each
   conv 3x3 -> max-pool 3x3/2 -> two residual blocks (relu, conv, relu, conv, + skip),
   then relu, flatten and dense 256 with relu.
 
-All torsos take ``[N, *obs_shape]`` (float32, or uint8 which is scaled to [0, 1] inside) and
-return ``[N, output_size]`` float32. Gradients flow into all their weights (not the input).
+All torsos take ``[N, *obs_shape]`` (float32, or uint8) and return ``[N, output_size]``
+float32; the input is cast to float32 and multiplied by ``input_scale`` (the network sets
+1/255 for image-like uint8 observations in 0-255 and 1 for 0/1 grids such as MinAtar's, from
+the observation space's bounds; a torso built alone, ``input_scale=None``, scales uint8 by
+1/255 and nothing else). Gradients flow into all their weights (not the input).
 """
 
 from __future__ import annotations
@@ -18,20 +23,38 @@ import keras
 import tensorflow as tf
 
 
-def preprocess_observation(observation: tf.Tensor, num_categories: int | None = None) -> tf.Tensor:
-    """Casts observations to float32: uint8 -> [0, 1]; integer ids -> one-hot if ``num_categories``.
+def preprocess_observation(
+    observation: tf.Tensor, num_categories: int | None = None, input_scale: float | None = None
+) -> tf.Tensor:
+    """Casts observations to float32 times ``input_scale``; integer ids -> one-hot if
+    ``num_categories``.
 
     Args:
       observation: ``[N, *obs_shape]`` (any dtype), or ``[N]`` integer ids when
         ``num_categories`` is given (a Discrete observation space).
+      input_scale: multiplies the float32 observation; None: 1/255 for uint8, else 1.
     Returns:
       float32 ``[N, *obs_shape]`` or ``[N, num_categories]``.
     """
     if num_categories is not None:
         return tf.one_hot(tf.cast(observation, tf.int32), num_categories, dtype=tf.float32)
-    if observation.dtype == tf.uint8:
-        return tf.cast(observation, tf.float32) * (1.0 / 255.0)
-    return tf.cast(observation, tf.float32)
+    if input_scale is None:
+        input_scale = 1.0 / 255.0 if observation.dtype == tf.uint8 else 1.0
+    x = tf.cast(observation, tf.float32)
+    return x if input_scale == 1.0 else x * float(input_scale)
+
+
+def input_scale_for(space) -> float:
+    """1/255 for a uint8 Box whose values reach above 1 (images), else 1.0.
+
+    MinAtar's grids are 0/1 channels stored as uint8 (``high == 1``): dividing them by 255
+    would feed the network 0 or 0.004.
+    """
+    import numpy as np
+
+    if getattr(space, "dtype", None) == np.uint8 and float(np.max(space.high)) > 1.0:
+        return 1.0 / 255.0
+    return 1.0
 
 
 def track_layers(owner: keras.layers.Layer, prefix: str, layers) -> None:
@@ -59,9 +82,11 @@ class MLPTorso(keras.layers.Layer):
         hidden_sizes: tuple[int, ...] = (64, 64),
         activation: str = "tanh",
         num_categories: int | None = None,
+        input_scale: float | None = None,
         **kw,
     ):
         super().__init__(**kw)
+        self.input_scale = input_scale
         self.hidden_sizes = tuple(hidden_sizes)
         self.num_categories = num_categories
         self.dense_layers = [
@@ -76,7 +101,7 @@ class MLPTorso(keras.layers.Layer):
         self.built = True  # sublayers build on the first call
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = preprocess_observation(x, self.num_categories)
+        x = preprocess_observation(x, self.num_categories, self.input_scale)
         flat = 1
         for d in x.shape[1:]:
             flat *= int(d)
@@ -89,8 +114,9 @@ class MLPTorso(keras.layers.Layer):
 class NatureCNN(keras.layers.Layer):
     """The Nature DQN torso: ``[N, H, W, C]`` frames -> ``[N, dense_size]`` (relu)."""
 
-    def __init__(self, dense_size: int = 512, **kw):
+    def __init__(self, dense_size: int = 512, input_scale: float | None = None, **kw):
         super().__init__(**kw)
+        self.input_scale = input_scale
         self.convs = [
             keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
             keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
@@ -104,10 +130,34 @@ class NatureCNN(keras.layers.Layer):
         self.built = True  # sublayers build on the first call
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = preprocess_observation(x)
+        x = preprocess_observation(x, input_scale=self.input_scale)
         for conv in self.convs:
             x = conv(x)
         return self.dense(self.flatten(x))
+
+
+class MinAtarCNN(keras.layers.Layer):
+    """The MinAtar torso: ``[N, 10, 10, C]`` grids -> ``[N, dense_size]`` (relu).
+
+    One conv 16x3x3 stride 1 (valid padding, 10x10 -> 8x8) and one dense layer, the network
+    of the MinAtar paper's actor-critic baselines.
+    """
+
+    def __init__(
+        self, channels: int = 16, dense_size: int = 128, input_scale: float | None = None, **kw
+    ):
+        super().__init__(**kw)
+        self.input_scale = input_scale
+        self.conv = keras.layers.Conv2D(channels, 3, strides=1, activation="relu")
+        self.flatten = keras.layers.Flatten()
+        self.dense = keras.layers.Dense(dense_size, activation="relu")
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        x = preprocess_observation(x, input_scale=self.input_scale)
+        return self.dense(self.flatten(self.conv(x)))
 
 
 class _ResidualBlock(keras.layers.Layer):
@@ -134,8 +184,15 @@ class ImpalaResNet(keras.layers.Layer):
     residual blocks. Spatial size shrinks by ~2 per stage (84 -> 42 -> 21 -> 11).
     """
 
-    def __init__(self, channels: tuple[int, ...] = (16, 32, 32), dense_size: int = 256, **kw):
+    def __init__(
+        self,
+        channels: tuple[int, ...] = (16, 32, 32),
+        dense_size: int = 256,
+        input_scale: float | None = None,
+        **kw,
+    ):
         super().__init__(**kw)
+        self.input_scale = input_scale
         self.stage_convs = [keras.layers.Conv2D(ch, 3, padding="same") for ch in channels]
         self.stage_pools = [
             keras.layers.MaxPooling2D(pool_size=3, strides=2, padding="same") for _ in channels
@@ -150,7 +207,7 @@ class ImpalaResNet(keras.layers.Layer):
         self.built = True  # sublayers build on the first call
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = preprocess_observation(x)
+        x = preprocess_observation(x, input_scale=self.input_scale)
         for conv, pool, (block0, block1) in zip(
             self.stage_convs, self.stage_pools, self.stage_blocks
         ):
