@@ -4,8 +4,10 @@ Rebuilds the network from ``DIR/config.json`` (or, for agents with an ``export_r
 TAAC, lets the agent rebuild its policy), restores the latest checkpoint in
 ``DIR/checkpoints`` and writes the SavedModel of DESIGN.md's export contract to PATH
 (Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561, is the agent family).
-A run directory without config or checkpoint, or an existing non-empty PATH without
-``--overwrite``, ends with one line on stderr and exit code 2 (``experiments.cli``).
+The SavedModel is written beside PATH and renamed into place: ``--overwrite`` replaces only
+a SavedModel, never a file or another non-empty directory, and a failed export keeps the
+previous one. A run directory without config or checkpoint, or a PATH that may not be
+written, ends with one line on stderr and exit code 2 (``experiments.cli``).
 """
 
 import os
@@ -23,7 +25,9 @@ def define_flags() -> None:
     """Declares the flags of this entry point."""
     flags.DEFINE_string("logdir", None, "Run directory (config.json + checkpoints/).")
     flags.DEFINE_string("output", None, "Where to write the SavedModel (default: LOGDIR/policy).")
-    flags.DEFINE_bool("overwrite", False, "Replace an existing non-empty output directory.")
+    flags.DEFINE_bool(
+        "overwrite", False, "Replace an existing SavedModel at --output (nothing else is replaced)."
+    )
     flags.mark_flag_as_required("logdir")
 
 
@@ -33,8 +37,9 @@ def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
 
     Raises:
       FlagError: ``logdir`` is not a directory or lacks ``config.json`` or a checkpoint
-        (``run_dir.has_checkpoint``); or
-        ``output`` exists, is not an empty directory, and ``overwrite`` is False.
+        (``run_dir.has_checkpoint``); ``output`` is a file, a symbolic link or a non-empty
+        directory that is not a SavedModel (even with ``overwrite``: export replaces only a
+        SavedModel); or ``output`` is a SavedModel and ``overwrite`` is False.
     """
     if not os.path.isdir(logdir):
         raise FlagError("logdir", f"no such directory: {logdir}")
@@ -45,8 +50,14 @@ def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
     if not has_checkpoint(logdir):
         raise FlagError("logdir", f"no checkpoint in {os.path.join(logdir, 'checkpoints')}")
     output = output or os.path.join(logdir, "policy")
-    non_empty = os.path.exists(output) and (not os.path.isdir(output) or os.listdir(output))
-    if non_empty and not overwrite:
+    from tfagents_vtrace.export_target import check_export_path  # no TensorFlow import
+
+    try:  # a file, a link or a non-empty non-SavedModel: refused even with --overwrite
+        check_export_path(output, overwrite=True, name="output")
+    except ValueError as e:
+        message = str(e).split(": ", 1)[1]  # "output: ..." -> "--output: ..."
+        raise FlagError("output", message.replace("with overwrite", "with --overwrite")) from None
+    if os.path.isdir(output) and os.listdir(output) and not overwrite:
         message = f"{output} exists and is not empty; pass --overwrite to replace it"
         raise FlagError("output", message)
     return output

@@ -152,11 +152,15 @@ def test_refuses_to_overwrite(tmp_path):
     target = tmp_path / "policy"
     target.mkdir()
     (target / "keep.txt").write_text("x")
-    with pytest.raises(ValueError, match="policy"):
-        export_policy(net, target)
+    for overwrite in (False, True):  # not a SavedModel: never replaced
+        with pytest.raises(ValueError, match="policy"):
+            export_policy(net, target, overwrite=overwrite)
     assert (target / "keep.txt").exists()
+    (target / "keep.txt").unlink()
+    export_policy(net, target)
+    with pytest.raises(ValueError, match="overwrite=True"):
+        export_policy(net, target)
     export_policy(net, target, overwrite=True)
-    assert not (target / "keep.txt").exists()
     assert (target / "saved_model.pb").exists()
 
 

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 import tensorflow as tf
 
+from tfagents_vtrace.export_target import check_export_path, write_atomically
 from tfagents_vtrace.networks import ActorCriticNetwork, NetInputs
 
 
@@ -169,27 +169,27 @@ def export_policy(
 ) -> str:
     """Writes ``network`` as a SavedModel policy at ``path`` (see the module docstring).
 
+    The SavedModel is written beside ``path`` and renamed into place, so a failed save keeps
+    the previous policy (:func:`tfagents_vtrace.export_target.write_atomically`).
+
     Args:
       network: a built :class:`ActorCriticNetwork` (``make_network`` output).
       path: output directory.
-      overwrite: replace an existing non-empty ``path``; otherwise that raises ValueError.
+      overwrite: replace an existing SavedModel at ``path``.
     Returns:
       ``path`` as a string.
+    Raises:
+      ValueError: ``network`` is not an ActorCriticNetwork; ``path`` is a file, a symbolic
+        link or a non-empty directory that is not a SavedModel (even with ``overwrite``), or
+        a SavedModel and ``overwrite`` is False.
     """
     path = os.fspath(path)
     if not isinstance(network, ActorCriticNetwork):
         raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
-    exists = os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path))
-    if exists:
-        if not overwrite:
-            raise ValueError(
-                f"path {path!r} exists and is not empty; pass overwrite=True to replace it "
-                "(--overwrite with python -m experiments.export)"
-            )
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        else:
-            os.remove(path)
+    check_export_path(path, overwrite)  # before anything is traced
     module = PolicyModule(network)
-    tf.saved_model.save(module, path, signatures=module.serving_signatures())
-    return path
+
+    def write(directory: str) -> None:
+        tf.saved_model.save(module, directory, signatures=module.serving_signatures())
+
+    return write_atomically(path, write, overwrite=overwrite)

@@ -70,10 +70,17 @@ def test_check_flags_names_the_flag(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     assert export.check_flags(run, str(out), False) == str(out)  # empty: fine
-    (out / "x").write_text("")
+    (out / "saved_model.pb").write_text("")
     with pytest.raises(export.FlagError, match=r"^--output: .*out exists and is not empty; pass "):
         export.check_flags(run, str(out), False)
-    assert export.check_flags(run, str(out), True) == str(out)
+    assert export.check_flags(run, str(out), True) == str(out)  # a SavedModel: replaced
+    (out / "saved_model.pb").unlink()
+    (out / "x").write_text("")
+    for overwrite in (False, True):  # not a SavedModel: never replaced
+        with pytest.raises(export.FlagError, match=r"^--output: .*out is a non-empty directory "):
+            export.check_flags(run, str(out), overwrite)
+    with pytest.raises(export.FlagError, match=r"^--output: .*x is a file, not a SavedModel"):
+        export.check_flags(run, str(out / "x"), True)
 
 
 def test_cli_refuses_a_non_empty_output_in_one_line(tmp_path):
@@ -84,6 +91,21 @@ def test_cli_refuses_a_non_empty_output_in_one_line(tmp_path):
     cmd += [f"--output={tmp_path / 'out'}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    expected = f"error: --output: {tmp_path / 'out'} exists and is not empty; pass --overwrite"
-    assert proc.stderr.strip().splitlines() == [expected + " to replace it"]
+    expected = f"error: --output: {tmp_path / 'out'} is a non-empty directory that is not a "
+    expected += "SavedModel (no saved_model.pb); refusing to replace it, even with --overwrite"
+    assert proc.stderr.strip().splitlines() == [expected]
     assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
+
+
+def test_cli_overwrite_never_deletes_the_working_directory(tmp_path):
+    run = _fake_run(tmp_path / "run")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "keep.txt").write_text("mine")
+    cmd = [sys.executable, "-m", "experiments.export", f"--logdir={run}", "--output=.",
+           "--overwrite"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: --output: . is a non-empty")
+    assert sorted(os.listdir(work)) == ["keep.txt"]

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.agents.taac.policy import act_step
 from tfagents_vtrace.export import flat_serving_signatures
+from tfagents_vtrace.export_target import check_export_path, write_atomically
 
 __all__ = ["TaacPolicyModule", "export_taac_policy"]
 
@@ -156,16 +156,20 @@ def export_taac_policy(
 ) -> str:
     """Writes the TAAC policy SavedModel to ``path`` (see module docstring); returns ``path``.
 
+    Written beside ``path`` and renamed into place, as ``export_policy`` does: a failed save
+    keeps the previous policy.
+
     Raises:
-      ValueError: ``path`` exists and ``overwrite`` is False.
+      ValueError: ``path`` is a file, a symbolic link or a non-empty directory that is not a
+        SavedModel (even with ``overwrite``), or a SavedModel and ``overwrite`` is False.
     """
-    if os.path.exists(path):
-        if not overwrite:
-            raise ValueError(f"path: {path!r} exists (pass overwrite=True)")
-        shutil.rmtree(path)
+    check_export_path(path, overwrite)
     module = TaacPolicyModule(learner, action_space, seed=seed)
-    tf.saved_model.save(module, path, signatures=module.serving_signatures())
-    return path
+
+    def write(directory: str) -> None:
+        tf.saved_model.save(module, directory, signatures=module.serving_signatures())
+
+    return write_atomically(path, write, overwrite=overwrite)
 
 
 def export_run(logdir: str, path: str, *, overwrite: bool = False) -> str:
@@ -176,9 +180,10 @@ def export_run(logdir: str, path: str, *, overwrite: bool = False) -> str:
     (``experiments.export`` calls this for TAAC runs).
 
     Raises:
-      ValueError: no config.json or no checkpoint in ``logdir``; ``path`` exists and
-        ``overwrite`` is False.
+      ValueError: no config.json or no checkpoint in ``logdir``; ``path`` may not be
+        written (see :func:`export_taac_policy`).
     """
+    check_export_path(path, overwrite)  # before the learner is built
     from tfagents_vtrace.agents.taac.config import TaacConfig
     from tfagents_vtrace.agents.taac.learner import TaacLearner
     from tfagents_vtrace.envs import make_env
