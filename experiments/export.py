@@ -6,8 +6,10 @@ TAAC, lets the agent rebuild its policy), restores the latest checkpoint in
 (Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561, is the agent family).
 The SavedModel is written beside PATH and renamed into place: ``--overwrite`` replaces only
 a SavedModel, never a file or another non-empty directory, and a failed export keeps the
-previous one. A run directory without config or checkpoint, or a PATH that may not be
-written, ends with one line on stderr and exit code 2 (``experiments.cli``).
+previous one. A run directory without config or checkpoint, or whose env id is not a
+registered gymnasium id (``config.json`` is data: a ``module:`` prefix, which gymnasium would
+import, is refused), or a PATH that may not be written, ends with one line on stderr and exit
+code 2 (``experiments.cli``).
 """
 
 import os
@@ -16,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags  # noqa: E402
 
-from experiments.cli import FlagError, reports_flag_errors  # noqa: E402
+from experiments.cli import FlagError, flag_error_from, reports_flag_errors  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -69,9 +71,12 @@ def main(argv) -> None:
     output = check_flags(FLAGS.logdir, FLAGS.output, FLAGS.overwrite)
     from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.export import export_policy
-    from tfagents_vtrace.runtime.run_dir import read_config, restore_network
+    from tfagents_vtrace.runtime.run_dir import read_config, read_env_id, restore_network
 
-    agent = get_agent(read_config(FLAGS.logdir).get("agent", "impala"))
+    with flag_error_from("logdir", ValueError):  # config.json is data: a registered env id
+        config = read_config(FLAGS.logdir)
+        read_env_id(config, FLAGS.logdir)
+        agent = get_agent(config.get("agent", "impala"))
     if hasattr(agent, "export_run"):  # agents whose policy is not the actor-critic network
         path = agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite)
     else:

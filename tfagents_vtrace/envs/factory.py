@@ -36,6 +36,41 @@ def _family(env_id: str) -> str:
     return "gym"
 
 
+def check_registered_id(env_id: Any, name: str = "env_id") -> str:
+    """``env_id`` if it is a registered gymnasium id; else ValueError naming ``name``.
+
+    For ids read from files (a run directory's ``config.json``): ``gym.make("module:Env-v0")``
+    imports ``module``, so an id is data only when it has no ``module:`` prefix and is in the
+    registry (the project's ids, gymnasium's, and ``ALE/*`` / ``MinAtar/*`` once their extra
+    registers them). Nothing is imported on behalf of the id.
+
+    Raises:
+      ValueError: ``"{name}: ..."`` for a non-string, an id with a ``module:`` prefix or an
+        id that is not registered.
+      ImportError: an ``ALE/*`` or ``MinAtar/*`` id without its extra installed.
+    """
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"{name}: expected a registered gymnasium id, received {env_id!r}")
+    if ":" in env_id:
+        raise ValueError(
+            f"{name}: {env_id!r} has a 'module:' prefix (gymnasium would import that module); "
+            "expected a registered gymnasium id"
+        )
+    import tfagents_vtrace.envs  # noqa: F401 - registers the project's ids
+
+    family = _family(env_id)
+    if family != "gym":
+        from tfagents_vtrace.envs import atari
+
+        if family == "atari":
+            atari._register_ale()
+        else:
+            atari._register_minatar()
+    if env_id not in gym.registry:
+        raise ValueError(f"{name}: {env_id!r} is not a registered gymnasium id")
+    return env_id
+
+
 def _seed_spaces(env: gym.Env | VectorEnv, seed: int) -> None:
     """Seeds the action and observation spaces' samplers (used by random policies)."""
     env.action_space.seed(seed)

@@ -91,6 +91,22 @@ def read_config(logdir: str) -> dict:
         return json.load(f)
 
 
+def read_env_id(config: dict, logdir: str) -> str:
+    """The env id of a run directory's ``config.json`` (``config``, read from ``logdir``),
+    checked to be data: a registered gymnasium id without a ``module:`` prefix (which
+    ``gym.make`` would import), see :func:`tfagents_vtrace.envs.factory.check_registered_id`.
+
+    Raises:
+      ValueError: ``"env_id: ..."`` naming the id and the file, when it is not such an id.
+    """
+    from tfagents_vtrace.envs.factory import check_registered_id
+
+    try:
+        return check_registered_id(config.get("env_id"), "env_id")
+    except ValueError as e:
+        raise ValueError(f"{e} (in {os.path.join(logdir, 'config.json')})") from None
+
+
 def read_metrics(logdir: str) -> list[dict]:
     """The rows of ``DIR/metrics.jsonl`` (``[]`` if there is none); a row cut by a kill is
     skipped."""
@@ -288,7 +304,8 @@ def restore_network(logdir: str):
     spaces and restores only the network's weights (the optimizer is not needed).
 
     Raises:
-      ValueError: no config.json or no checkpoint in ``logdir``.
+      ValueError: no config.json or no checkpoint in ``logdir``; its env id is not a
+        registered gymnasium id (:func:`read_env_id`).
     """
     import tensorflow as tf
 
@@ -297,7 +314,8 @@ def restore_network(logdir: str):
     from tfagents_vtrace.runtime.actor import build_network
 
     config = read_config(logdir)
-    network = build_network(NetworkConfig.from_dict(config["network_config"]), config["env_id"])
+    env_id = read_env_id(config, logdir)
+    network = build_network(NetworkConfig.from_dict(config["network_config"]), env_id)
     latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
     if latest is None:
         raise ValueError(f"logdir: no checkpoint in {os.path.join(logdir, 'checkpoints')!r}")

@@ -180,8 +180,9 @@ def export_run(logdir: str, path: str, *, overwrite: bool = False) -> str:
     (``experiments.export`` calls this for TAAC runs).
 
     Raises:
-      ValueError: no config.json or no checkpoint in ``logdir``; ``path`` may not be
-        written (see :func:`export_taac_policy`).
+      ValueError: no config.json or no checkpoint in ``logdir``, or its env id is not a
+        registered gymnasium id (``run_dir.read_env_id``); ``path`` may not be written (see
+        :func:`export_taac_policy`).
     """
     check_export_path(path, overwrite)  # before the learner is built
     from tfagents_vtrace.agents.taac.config import TaacConfig
@@ -191,7 +192,7 @@ def export_run(logdir: str, path: str, *, overwrite: bool = False) -> str:
 
     config = run_dir.read_config(logdir)
     agent_config = run_dir.dataclass_from_dict(TaacConfig, config["agent_config"])
-    env = make_env(config["env_id"])
+    env = make_env(run_dir.read_env_id(config, logdir))  # a registered id: data, not code
     try:
         obs_shape, space = env.observation_space.shape, env.action_space
     finally:
