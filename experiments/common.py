@@ -83,6 +83,18 @@ def define_train_flags() -> None:
     flags.DEFINE_bool("jit_compile", False, "XLA-compile the train step (single replica).")
     flags.DEFINE_float("adam_beta1", 0.9, "Adam beta_1.")
     flags.DEFINE_float("adam_beta2", 0.999, "Adam beta_2.")
+    # IMPALA sample reuse (ImpalaConfig documents each).
+    flags.DEFINE_integer("num_epochs", 1, "SGD passes over each learner batch.")
+    flags.DEFINE_integer("num_minibatches", 1, "Minibatches (of whole unrolls) per epoch.")
+    flags.DEFINE_enum(
+        "policy_loss", "vtrace", ["vtrace", "clipped"], "V-trace PG or APPO's clipped surrogate."
+    )
+    flags.DEFINE_float("clip_ratio", 0.2, "Clipped-surrogate epsilon.")
+    flags.DEFINE_float("kl_cost", 0.0, "Weight of KL(behaviour || learner policy).")
+    flags.DEFINE_float("value_clip", None, "Value clipping range around the old values.")
+    flags.DEFINE_bool("normalize_advantages", False, "Normalise advantages per minibatch.")
+    flags.DEFINE_float("replay_ratio", 0.0, "Replayed unrolls per fresh unroll in a batch.")
+    flags.DEFINE_integer("replay_capacity", 0, "Recent unrolls kept for replay (0: auto).")
     # A2C / A3C.
     flags.DEFINE_float("gae_lambda", 1.0, "GAE lambda (1.0: n-step returns).")
     flags.DEFINE_float("entropy_start", 0.01, "Entropy weight at the first update.")

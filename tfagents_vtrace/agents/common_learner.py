@@ -8,6 +8,15 @@ replicas, splits the batch along B and sums the replicas' gradients and metrics 
 global-norm clipping, so every strategy computes the same update. A non-finite loss or
 gradient skips the update (:func:`tfagents_vtrace.agents.common.apply_if_finite`).
 
+Sample reuse: a config with ``num_epochs`` / ``num_minibatches`` (IMPALA's) makes one update
+``num_epochs`` passes over the batch, each shuffling the B columns (whole unrolls) and taking
+``num_minibatches`` SGD steps on equal parts of them. On one replica the passes run inside the
+one compiled update (a ``tf.while_loop``; the shuffles are stateless Philox draws from the learner's
+seed and the optimizer's step count, so a resumed run draws the same ones, though XLA draws
+other ones than the graph); with several replicas each SGD step is one distributed step of
+the host-side minibatch, with the graph's shuffles. Subclasses whose
+loss reads the policy from before the update provide :meth:`ReplicatedLearner._old_outputs`.
+
 Subclasses set ``config_type`` and implement :meth:`ReplicatedLearner._loss`; they may
 add variables (:meth:`ReplicatedLearner._make_variables`), per-step inputs
 (:meth:`ReplicatedLearner._step_inputs`, e.g. A2C's annealed entropy weight) and post-update
@@ -35,7 +44,9 @@ class ReplicatedLearner:
       strategy: a ``tf.distribute.Strategy`` (default: the current one). With several
         replicas the batch is split along B and gradients are summed across replicas before
         the global-norm clipping, so every strategy computes the same update.
-      total_updates: number of updates of the whole run (for the linear lr decay).
+      total_updates: number of updates of the whole run (for the linear lr decay, which
+        counts SGD steps: ``total_updates * num_epochs * num_minibatches``).
+      seed: seeds the minibatch shuffles.
     """
 
     config_type: type = object
@@ -46,6 +57,7 @@ class ReplicatedLearner:
         network_factory: Callable[[], object],
         strategy: tf.distribute.Strategy | None = None,
         total_updates: int | None = None,
+        seed: int = 0,
     ):
         if not isinstance(config, self.config_type):
             raise ValueError(
@@ -55,9 +67,15 @@ class ReplicatedLearner:
         self.total_updates = total_updates
         self.strategy = strategy or tf.distribute.get_strategy()
         self.num_replicas = int(self.strategy.num_replicas_in_sync)
+        self._epochs = int(getattr(config, "num_epochs", 1))
+        self._minibatches = int(getattr(config, "num_minibatches", 1))
+        self._sgd_steps = self._epochs * self._minibatches
+        self._needs_old = bool(getattr(config, "needs_old_outputs", False))
+        self._seed = int(seed)
+        decay_steps = None if total_updates is None else total_updates * self._sgd_steps
         with self.strategy.scope():
             self.network = network_factory()
-            self.optimizer = common.optimizer_from_config(config, total_updates)
+            self.optimizer = common.optimizer_from_config(config, decay_steps)
             self.optimizer.build(self.network.trainable_variables)
             self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
             self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -65,6 +83,7 @@ class ReplicatedLearner:
         jit = bool(config.jit_compile and self.num_replicas == 1)
         self._single_step = common.BatchFunction(self._step_and_weights, jit_compile=jit)
         self._dist_step = tf.function(self._distributed_step, autograph=False)
+        self._old_fn = common.BatchFunction(self._old_outputs)
         self._read_weights = tf.function(self._weight_values, autograph=False)
         self._metric_names: list[str] = []
         # Weights as the last single-replica update left them (read inside that update).
@@ -77,12 +96,21 @@ class ReplicatedLearner:
         A non-finite loss or gradient norm skips the update (``skipped`` is 1.0 and
         ``nonfinite_streak`` counts consecutive skips).
         """
+        b = int(np.shape(batch["reward"])[1])
+        if b % (self._minibatches * self.num_replicas):
+            raise ValueError(
+                f"num_minibatches: the batch's B={b} columns must split into "
+                f"{self._minibatches} minibatches of a size divisible by the "
+                f"{self.num_replicas} replicas"
+            )
         if self.num_replicas == 1:
             out, self._updated_weights = self._single_step(batch)
-        else:
+        elif self._sgd_steps == 1 and not self._needs_old:
             out = self._dist_step(self._distribute(batch))
+        else:
+            out = self._host_minibatch_steps(batch)
         # One device-to-host copy for all metrics (keys sorted, as stacked in _apply).
-        return dict(zip(self._metric_names, out.numpy().tolist()))
+        return dict(zip(self._metric_names, np.asarray(out).tolist()))
 
     def get_weights(self) -> list[np.ndarray]:
         """The network weights as numpy arrays, in ``network.get_weights()`` order.
@@ -129,6 +157,11 @@ class ReplicatedLearner:
     def _after_update(self, metrics: dict, *inputs) -> None:
         """Runs after the optimizer step (cross-replica); may add entries to ``metrics``."""
 
+    def _old_outputs(self, batch: dict) -> dict[str, tf.Tensor]:
+        """Entries added to the batch before its first SGD step (e.g. the policy's
+        log-probs then), ``[T(+1), B, ...]`` each; none by default."""
+        return {}
+
     # ------------------------------------------------------------------ internals
     def _grads(self, batch: dict, *inputs):
         shape = tf.shape(batch["reward"])
@@ -161,8 +194,57 @@ class ReplicatedLearner:
 
     def _single_replica_step(self, batch: dict) -> tf.Tensor:
         inputs = self._step_inputs()
-        grads, metrics = self._grads(batch, *inputs)
-        return self._apply(grads, metrics, inputs)
+        if self._sgd_steps == 1 and not self._needs_old:
+            grads, metrics = self._grads(batch, *inputs)
+            return self._apply(grads, metrics, inputs)
+        batch = {**batch, **self._old_outputs(batch)}
+        order = self._minibatch_order(tf.shape(batch["reward"])[1])
+
+        def sgd_step(i):
+            sub = take_columns(batch, order[i], tf.gather)
+            grads, metrics = self._grads(sub, *inputs)
+            return self._apply(grads, metrics, inputs)
+
+        total = sgd_step(0)  # traced outside the loop: fixes the metrics' count and names
+        if self._sgd_steps > 1:
+            _, total = tf.while_loop(
+                lambda i, _: i < self._sgd_steps,
+                lambda i, acc: (i + 1, acc + sgd_step(i)),
+                (tf.constant(1), total),
+            )
+        return self._mean_metrics(total)
+
+    def _minibatch_order(self, b: tf.Tensor) -> tf.Tensor:
+        """``[num_epochs * num_minibatches, B / num_minibatches]`` column indices: one
+        permutation of the B columns per epoch, split into equal minibatches. The draw is
+        stateless, seeded by the learner's seed and the optimizer's step count."""
+        seed = tf.stack(
+            [tf.constant(self._seed, tf.int64), tf.cast(self.optimizer.iterations, tf.int64)]
+        )
+        keys = tf.random.stateless_uniform(tf.stack([self._epochs, b]), seed=seed, alg="philox")
+        return tf.reshape(tf.argsort(keys, axis=-1), [self._sgd_steps, -1])
+
+    def _mean_metrics(self, total):
+        """Metrics summed over the SGD steps -> their mean, except ``nonfinite_streak``,
+        which is the count after the last step."""
+        mean = total / float(self._sgd_steps)
+        i = self._metric_names.index("nonfinite_streak")
+        streak = tf.cast(self.nonfinite_streak, mean.dtype)
+        if isinstance(mean, np.ndarray):
+            mean[i] = float(streak)
+            return mean
+        return tf.tensor_scatter_nd_update(mean, [[i]], [streak])
+
+    def _host_minibatch_steps(self, batch: dict) -> np.ndarray:
+        """Several replicas: each SGD step distributes one host-side minibatch."""
+        if self._needs_old:
+            batch = {**batch, **{k: v.numpy() for k, v in self._old_fn(batch).items()}}
+        order = self._minibatch_order(tf.constant(np.shape(batch["reward"])[1])).numpy()
+        total = 0.0
+        for idx in order:  # the same shuffles as the single-replica update draws
+            sub = take_columns(batch, idx, np.take)
+            total = total + self._dist_step(self._distribute(sub)).numpy()
+        return self._mean_metrics(total)
 
     def _step_and_weights(self, batch: dict) -> tuple[tf.Tensor, list[tf.Tensor]]:
         """The update, then every network weight read after it (automatic control
@@ -185,3 +267,17 @@ class ReplicatedLearner:
     def _distribute(self, batch: dict):
         """Splits the numpy batch along B over the replicas (common.distribute_batch)."""
         return common.distribute_batch(self.strategy, batch)
+
+
+def take_columns(batch: dict, idx, take) -> dict:
+    """The columns ``idx`` of an unroll batch: whole unrolls, every step of each kept.
+
+    Entries are ``[T(+1), B, ...]`` (taken on axis 1) except ``batch["state"]``, a tuple of
+    ``[B, ...]`` arrays (axis 0). ``take`` is ``tf.gather`` or ``np.take``."""
+    out = {}
+    for key, value in batch.items():
+        if key == "state":
+            out[key] = tuple(take(s, idx, axis=0) for s in value)
+        else:
+            out[key] = tf.nest.map_structure(lambda x: take(x, idx, axis=1), value)
+    return out

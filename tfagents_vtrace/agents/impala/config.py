@@ -5,6 +5,14 @@ global-norm clipping 40, V-trace thresholds 1, linear learning-rate decay); the 
 and learning rate are task dependent (experiments/configs/ holds tuned values). The
 optimizer, clipping, XLA and non-finite fields come from
 :class:`~tfagents_vtrace.agents.common_config.LearnerConfig`.
+
+Sample reuse (all off by default, so the default update is IMPALA's one step per batch):
+several epochs of minibatch SGD over each learner batch, with V-trace recomputed against the
+current policy at every pass (V-trace is the correction that makes the reuse sound); the
+clipped-surrogate policy loss of PPO (Schulman et al. 2017, https://arxiv.org/abs/1707.06347)
+on V-trace advantages as RLlib's APPO does; a KL penalty to the behaviour policy; value
+clipping; advantage normalisation; and a replay of recent unrolls mixed into each batch (the
+IMPALA paper's replay experiment, Section 5.2.2).
 """
 
 from __future__ import annotations
@@ -18,7 +26,10 @@ from tfagents_vtrace.agents.common_config import (
     check_bool,
     check_choice,
     check_int,
+    check_number,
 )
+
+POLICY_LOSSES = ("vtrace", "clipped")
 
 
 def _positive(name: str, value, allow_zero: bool = False) -> None:
@@ -58,6 +69,35 @@ class ImpalaConfig(LearnerConfig):
     """c-bar, the trace-cutting threshold (> 0), or None."""
     vtrace_lambda: float = 1.0
     """lambda in [0, 1] multiplying the trace coefficients c."""
+    num_epochs: int = 1
+    """Passes of minibatch SGD over each learner batch (>= 1); V-trace is recomputed with
+    the current weights at every minibatch step."""
+    num_minibatches: int = 1
+    """Minibatches per epoch (>= 1): the batch's B columns (whole unrolls: every minibatch
+    keeps the full time axis) are shuffled once per epoch and split into this many equal
+    parts; B must be divisible by it."""
+    policy_loss: str = "vtrace"
+    """"vtrace" (IMPALA: ``-pg_adv * log pi``) or "clipped" (APPO: PPO's clipped surrogate
+    ``-min(r * pg_adv, clip(r, 1 - clip_ratio, 1 + clip_ratio) * pg_adv)`` with
+    ``r = pi(a|x) / pi_old(a|x)``, ``pi_old`` the learner's policy when the batch arrived)."""
+    clip_ratio: float = 0.2
+    """epsilon of the clipped surrogate (> 0); used when policy_loss="clipped"."""
+    kl_cost: float = 0.0
+    """Weight (>= 0) of a penalty ``KL(mu || pi)`` to the behaviour policy that acted."""
+    value_clip: float | None = None
+    """None, or c > 0: the value loss is ``0.5 * max((vs - V)^2, (vs - V_clip)^2)`` with
+    ``V_clip = V_old + clip(V - V_old, -c, c)`` (PPO2's value clipping; ``V_old`` the values
+    when the batch arrived). Value targets are in reward units after ``reward_scale``."""
+    normalize_advantages: bool = False
+    """Normalise the policy-gradient advantages of each minibatch to mean 0 and std 1 (over
+    the steps of the loss mask)."""
+    replay_ratio: float = 0.0
+    """Replayed unrolls per fresh unroll in each learner batch (>= 0; 1.0 makes half of every
+    batch replay). Replayed unrolls keep their own behaviour policy and LSTM state, so
+    V-trace corrects their staleness."""
+    replay_capacity: int = 0
+    """Recent unrolls kept for replay (0: ``max(1, ceil(replay_ratio * batch_unrolls)) * 8``
+    when replay_ratio > 0)."""
 
     def __post_init__(self) -> None:
         # IMPALA's own wording for the numeric learner fields ("a finite number > 0").
@@ -85,3 +125,23 @@ class ImpalaConfig(LearnerConfig):
             )
         check_bool("jit_compile", self.jit_compile)
         check_int("max_nonfinite_updates", self.max_nonfinite_updates, 1)
+        check_int("num_epochs", self.num_epochs, 1)
+        check_int("num_minibatches", self.num_minibatches, 1)
+        check_choice("policy_loss", self.policy_loss, POLICY_LOSSES)
+        check_number("clip_ratio", self.clip_ratio, 0.0, math.inf, True, True)
+        check_number("kl_cost", self.kl_cost, 0.0, math.inf, False, True)
+        if self.value_clip is not None:
+            check_number("value_clip", self.value_clip, 0.0, math.inf, True, True)
+        check_bool("normalize_advantages", self.normalize_advantages)
+        check_number("replay_ratio", self.replay_ratio, 0.0, math.inf, False, True)
+        check_int("replay_capacity", self.replay_capacity, 0)
+
+    @property
+    def needs_old_outputs(self) -> bool:
+        """Whether the loss reads the learner's policy/values from before the update."""
+        return self.policy_loss == "clipped" or self.value_clip is not None
+
+    @property
+    def sgd_steps(self) -> int:
+        """Optimizer steps per learner batch: ``num_epochs * num_minibatches``."""
+        return self.num_epochs * self.num_minibatches

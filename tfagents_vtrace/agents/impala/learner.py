@@ -24,6 +24,20 @@ Loss, with ``V`` the network's values over the T+1 observations, ``m_t = 1 - res
 (``s`` is ``reward_scale``.) Gradients reach the network weights through ``log pi``,
 ``V(x_t)`` (t < T) and the entropy;
 V-trace targets and the bootstrap values are stop-gradient.
+
+Sample reuse (:class:`ImpalaConfig`; Schulman et al. 2017, https://arxiv.org/abs/1707.06347,
+and RLlib's APPO): with ``A_t = pg_adv_t`` (normalised over the minibatch's mask when
+``normalize_advantages``), ``r_t = pi(a_t|x_t) / pi_old(a_t|x_t)`` and ``pi_old``, ``V_old``
+the learner's policy and values when the batch arrived (before its first SGD step),
+
+    policy_loss="clipped":  -min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)  replaces -A_t log pi
+    value_clip=c:   0.5 max((vs_t - V_t)^2, (vs_t - V_old,t - clip(V_t - V_old,t, -c, c))^2)
+    kl_cost=k:      + k KL(mu(.|x_t) || pi(.|x_t))
+
+The learner runs ``num_epochs`` passes of ``num_minibatches`` SGD steps per batch, each
+minibatch a random subset of whole unrolls (columns of ``[T, B]``), V-trace recomputed with
+the current weights at every step. With one epoch, one minibatch and the default options the
+update is IMPALA's.
 """
 
 from __future__ import annotations
@@ -47,10 +61,12 @@ METRIC_KEYS = (
     "mean_rho",
     "learning_rate",
 )
+OLD_LOG_PROB, OLD_VALUE = "old_log_prob", "old_value"
 
 
 LossTerms = collections.namedtuple(
-    "LossTerms", ["vtrace", "values", "target_log_probs", "log_rhos", "entropy", "mask"]
+    "LossTerms",
+    ["vtrace", "values", "target_log_probs", "log_rhos", "entropy", "mask", "policy"],
 )
 
 
@@ -59,9 +75,10 @@ def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
 
     Returns a :class:`LossTerms` of ``[T, B]`` tensors (``values`` is ``[T+1, B]``):
     ``vtrace`` (``VTraceReturns``: ``vs`` and ``pg_advantages``, stop-gradient), the
-    target policy's log-probs of the actions, ``log_rhos``, the policy entropy and the loss
-    mask ``1 - reset``. Rewards are clipped, and a truncated step's reward gains
-    ``gamma * sg(V(final observation))`` with its discount set to 0 (module docstring).
+    target policy's log-probs of the actions, ``log_rhos``, the policy entropy, the loss
+    mask ``1 - reset`` and the target policy's parameters ``[T, B, ...]``. Rewards are
+    clipped, and a truncated step's reward gains ``gamma * sg(V(final observation))`` with
+    its discount set to 0 (module docstring).
     """
     inputs = NetInputs(
         batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
@@ -86,7 +103,7 @@ def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
         clip_c_threshold=config.clip_c_threshold,
         lambda_=config.vtrace_lambda,
     )
-    return LossTerms(vt, values, target_lp, log_rhos, entropy, mask)
+    return LossTerms(vt, values, target_lp, log_rhos, entropy, mask, target)
 
 
 def impala_loss(
@@ -99,18 +116,73 @@ def impala_loss(
     """
     terms = loss_terms(network, config, batch)
     mask, vt = terms.mask, terms.vtrace
-    pg_loss = -tf.reduce_sum(mask * terms.target_log_probs * vt.pg_advantages) * scale
-    baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(vt.vs - terms.values[:-1])) * scale
+    adv = vt.pg_advantages
+    if config.normalize_advantages:
+        adv = _normalize(adv, mask)
+    metrics = {}
+    if config.policy_loss == "clipped":
+        ratio = tf.exp(terms.target_log_probs - batch[OLD_LOG_PROB])
+        eps = config.clip_ratio
+        surrogate = tf.minimum(ratio * adv, tf.clip_by_value(ratio, 1.0 - eps, 1.0 + eps) * adv)
+        pg_loss = -tf.reduce_sum(mask * surrogate) * scale
+        clipped = tf.cast(tf.abs(ratio - 1.0) > eps, tf.float32)
+        metrics["clip_fraction"] = tf.reduce_sum(mask * clipped) * scale
+    else:
+        pg_loss = -tf.reduce_sum(mask * terms.target_log_probs * adv) * scale
+    values = terms.values[:-1]
+    value_error = tf.square(vt.vs - values)
+    if config.value_clip is not None:
+        old = batch[OLD_VALUE][:-1]
+        clipped_values = old + tf.clip_by_value(values - old, -config.value_clip, config.value_clip)
+        value_error = tf.maximum(value_error, tf.square(vt.vs - clipped_values))
+    baseline_loss = 0.5 * tf.reduce_sum(mask * value_error) * scale
     entropy_sum = tf.reduce_sum(mask * terms.entropy) * scale
     loss = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy_sum
-    metrics = {
-        "loss": loss,
-        "pg_loss": pg_loss,
-        "baseline_loss": baseline_loss,
-        "entropy": entropy_sum,
-        "mean_rho": tf.reduce_sum(mask * tf.exp(terms.log_rhos)) * scale,
-    }
+    if config.kl_cost > 0.0:
+        kl = tf.reduce_sum(mask * _behaviour_kl(network, batch, terms)) * scale
+        loss = loss + config.kl_cost * kl
+        metrics["kl"] = kl
+    metrics.update(
+        {
+            "loss": loss,
+            "pg_loss": pg_loss,
+            "baseline_loss": baseline_loss,
+            "entropy": entropy_sum,
+            "mean_rho": tf.reduce_sum(mask * tf.exp(terms.log_rhos)) * scale,
+        }
+    )
     return loss, metrics
+
+
+def _normalize(adv: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+    """``(adv - mean) / (std + 1e-8)`` over the entries where ``mask`` is 1 (stop-gradient)."""
+    count = tf.maximum(tf.reduce_sum(mask), 1.0)
+    mean = tf.reduce_sum(mask * adv) / count
+    var = tf.reduce_sum(mask * tf.square(adv - mean)) / count
+    return tf.stop_gradient((adv - mean) / (tf.sqrt(var) + 1e-8))
+
+
+def _behaviour_kl(network, batch: dict, terms: LossTerms) -> tf.Tensor:
+    """``KL(mu(.|x_t) || pi(.|x_t))`` ``[T, B]``; gradients reach pi only."""
+    target = terms.policy
+    behaviour = batch["policy"]
+    if "logits" in behaviour:
+        log_mu = tf.nn.log_softmax(tf.cast(behaviour["logits"], tf.float32))
+        log_pi = tf.nn.log_softmax(tf.cast(target["logits"], tf.float32))
+        return tf.reduce_sum(tf.exp(log_mu) * (log_mu - log_pi), axis=-1)
+    return network.distribution(behaviour).kl_divergence(network.distribution(target))
+
+
+def old_outputs(network, config: ImpalaConfig, batch: dict) -> dict[str, tf.Tensor]:
+    """The learner's ``log pi_old(a_t|x_t)`` ``[T, B]`` and ``V_old`` ``[T+1, B]`` on
+    ``batch`` with the current weights (stop-gradient), under the keys the loss reads."""
+    inputs = NetInputs(
+        batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
+    )
+    out = network.unroll(inputs, tuple(batch["state"]))
+    target = {k: v[:-1] for k, v in out.policy.items()}
+    log_prob, _, _ = common.policy_terms(network, target, batch["policy"], batch["action"])
+    return {OLD_LOG_PROB: tf.stop_gradient(log_prob), OLD_VALUE: tf.stop_gradient(out.value)}
 
 
 class ImpalaLearner(ReplicatedLearner):
@@ -123,3 +195,6 @@ class ImpalaLearner(ReplicatedLearner):
 
     def _loss(self, batch: dict, scale: tf.Tensor) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         return impala_loss(self.network, self.config, batch, scale)
+
+    def _old_outputs(self, batch: dict) -> dict[str, tf.Tensor]:
+        return old_outputs(self.network, self.config, batch) if self._needs_old else {}
