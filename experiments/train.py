@@ -5,9 +5,11 @@ events, policy/) and ends by printing one JSON line with ``"final": true``, the 
 the wall time since process start (imports included) and the greedy evaluation return.
 Training into an existing run directory resumes from its last checkpoint; a directory holding
 other files, or a run of another agent, env or network, is refused unless ``--overwrite``. A
-run that already ended is not trained again. Ctrl-C or SIGTERM writes a checkpoint first
-(exit code 130); the same command then resumes. Bad flag values end with a one-line error
-naming the flag (exit code 2).
+run that already ended is not trained again. While it runs, the trainer holds an exclusive
+lock on the directory (``DIR/.lock``, ``runtime.run_lock``): a second trainer on the same
+``--logdir`` ends with one line naming the holder's pid (exit code 2). Ctrl-C or SIGTERM
+writes a checkpoint first (exit code 130); the same command then resumes. Bad flag values end
+with a one-line error naming the flag (exit code 2).
 """
 
 import time
@@ -63,6 +65,7 @@ def main(argv) -> None:
     import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
     from tfagents_vtrace.runtime import run_dir
     from tfagents_vtrace.runtime.loop import train
+    from tfagents_vtrace.runtime.run_lock import RunLock
     from tfagents_vtrace.runtime.strategy import make_strategy, worker_role
 
     def stop(signum, frame) -> None:  # the loops stop between two steps and save
@@ -73,13 +76,16 @@ def main(argv) -> None:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)  # a cluster's preemption saves like Ctrl-C
 
+    lock = RunLock(FLAGS.logdir)  # held until the process ends (the kernel then releases it)
     try:
         agent, agent_config, network_config, run_config = common.configs_from_flags()
         strategy = make_strategy(FLAGS.strategy)
         config = run_dir.run_config_dict(FLAGS.agent, run_config, agent_config, network_config)
         if worker_role(strategy).is_chief:  # the others write elsewhere (multi_worker)
+            lock.acquire()  # before anything in the directory is checked or written
             run_dir.prepare_logdir(FLAGS.logdir, config, overwrite=FLAGS.overwrite)
     except ValueError as e:  # the configs' validation names the field (= the flag)
+        lock.release(discard=True)  # a refused directory keeps no lock file of ours
         cli.fail(str(e))
     except gymnasium.error.Error as e:
         cli.fail(f"--env: {FLAGS.env}: {e}")

@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from tfagents_vtrace.runtime.run_lock import LOCK_NAME
+
 
 def _jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -404,7 +406,8 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
     entries of a previous run (``config.json``, ``metrics.jsonl``, ``final.json``,
     ``checkpoints/``, ``policy/``, TensorBoard event files) and starts afresh. In a
     multi-worker cluster only the chief calls it (the others write elsewhere, and would see
-    the chief's new files).
+    the chief's new files). The run lock's file (``.lock``, :mod:`~tfagents_vtrace.runtime.
+    run_lock`, taken by ``experiments.train`` before this call) is not counted as a file.
 
     Raises:
       ValueError: naming ``logdir``, when it holds files but no checkpoint, or a checkpointed
@@ -414,7 +417,11 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
         if os.path.exists(logdir):
             raise ValueError(f"logdir: {logdir!r} exists and is not a directory")
         return "new"
-    entries = sorted(e for e in os.listdir(logdir) if e != "checkpoints" or has_checkpoint(logdir))
+    entries = sorted(
+        e
+        for e in os.listdir(logdir)
+        if e != LOCK_NAME and (e != "checkpoints" or has_checkpoint(logdir))
+    )
     if overwrite:
         for entry in _RUN_ENTRIES:
             path = os.path.join(logdir, entry)
