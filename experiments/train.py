@@ -77,6 +77,11 @@ def main(argv) -> None:
     signal.signal(signal.SIGTERM, stop)  # a cluster's preemption saves like Ctrl-C
 
     lock = RunLock(FLAGS.logdir)  # held until the process ends (the kernel then releases it)
+
+    def fail(message: str) -> None:  # a refused or failed start leaves no lock file behind
+        lock.release(discard=True)
+        cli.fail(message)
+
     try:
         agent, agent_config, network_config, run_config = common.configs_from_flags()
         strategy = make_strategy(FLAGS.strategy)
@@ -85,10 +90,9 @@ def main(argv) -> None:
             lock.acquire()  # before anything in the directory is checked or written
             run_dir.prepare_logdir(FLAGS.logdir, config, overwrite=FLAGS.overwrite)
     except ValueError as e:  # the configs' validation names the field (= the flag)
-        lock.release(discard=True)  # a refused directory keeps no lock file of ours
-        cli.fail(str(e))
+        fail(str(e))
     except gymnasium.error.Error as e:
-        cli.fail(f"--env: {FLAGS.env}: {e}")
+        fail(f"--env: {FLAGS.env}: {e}")
     kwargs = dict(strategy=strategy, start_time=START_TIME, agent_name=FLAGS.agent)
     try:
         if hasattr(agent, "train"):  # agents that drive their own loop (A3C's worker threads)
@@ -99,7 +103,7 @@ def main(argv) -> None:
         print(f"{e}; run the same command to resume.", file=sys.stderr, flush=True)
         sys.exit(130)
     except gymnasium.error.Error as e:
-        cli.fail(f"--env: {FLAGS.env}: {e}")
+        fail(f"--env: {FLAGS.env}: {e}")
     if final.get("already_finished"):
         print(
             f"{FLAGS.logdir}: this run already ended at step {final['step']}; nothing to do "

@@ -96,3 +96,37 @@ def test_a_second_trainer_on_the_same_logdir_ends_with_one_line(holder):
         "to end, stop it, or choose another logdir"
     )
     assert os.listdir(logdir) == [LOCK_NAME]  # nothing written, nothing truncated
+
+
+def test_discard_removes_the_directory_it_created_when_empty(tmp_path):
+    RunLock(str(tmp_path / "new")).acquire().release(discard=True)
+    assert os.listdir(tmp_path) == []
+    lock = RunLock(str(tmp_path / "new")).acquire()
+    (tmp_path / "new" / "config.json").write_text("{}")
+    lock.release(discard=True)
+    assert os.listdir(tmp_path / "new") == ["config.json"]
+
+
+def test_a_lock_file_discarded_meanwhile_is_not_locked(tmp_path, monkeypatch):
+    """A process that opened the lock file just before its holder discarded it must not
+    believe it holds the lock: it locks the file now at the path instead."""
+    import tfagents_vtrace.runtime.run_lock as run_lock
+
+    path = tmp_path / LOCK_NAME
+    real_open, opened = os.open, []
+
+    def open_then_discard(name, flags, *mode):
+        fd = real_open(name, flags, *mode)
+        if not opened:  # the holder discards the file between our open and our flock
+            opened.append(fd)
+            os.unlink(path)
+        return fd
+
+    path.write_text("")
+    monkeypatch.setattr(run_lock.os, "open", open_then_discard)
+    lock = RunLock(str(tmp_path)).acquire()
+    monkeypatch.undo()
+    assert lock.held and os.path.exists(path)
+    with pytest.raises(RunDirLockedError):
+        RunLock(str(tmp_path)).acquire()  # the file at the path is the locked one
+    lock.release()

@@ -6,15 +6,16 @@ checks or writes anything in the directory (in a multi-worker cluster only the c
 is the only process writing there). The lock is ``fcntl.flock`` on ``DIR/.lock``, taken
 without waiting; the file holds the holder's pid, which a refused trainer names. The kernel
 releases the lock when the process ends, however it ends, so a run killed with SIGKILL can be
-resumed at once; the file itself stays (removing it would let two processes lock two
-different files). ``flock`` is advisory and per host: it does not guard against processes on
-other machines writing through a network file system.
+resumed at once; the file itself stays (only a trainer that fails before it writes anything
+removes the file, and the directory, that it created). ``flock`` is advisory and per host: it
+does not guard against processes on other machines writing through a network file system.
 
 No TensorFlow import.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -60,7 +61,7 @@ class RunLock:
         self.logdir = os.fspath(logdir)
         self.path = os.path.join(self.logdir, LOCK_NAME)
         self._fd: int | None = None
-        self._created = False
+        self._created = self._created_dir = False
 
     @property
     def held(self) -> bool:
@@ -71,44 +72,70 @@ class RunLock:
             return self
         if os.path.exists(self.logdir) and not os.path.isdir(self.logdir):
             raise ValueError(f"logdir: {self.logdir!r} exists and is not a directory")
-        os.makedirs(self.logdir, exist_ok=True)
-        flags = os.O_RDWR | os.O_NOFOLLOW  # a planted symlink is not followed
-        try:
-            fd, self._created = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
-        except FileExistsError:
+        if not os.path.isdir(self.logdir):
+            os.makedirs(self.logdir, exist_ok=True)
+            self._created_dir = True
+        while True:
+            fd = self._open()
             try:
-                fd = os.open(self.path, flags)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:
-                if e.errno != errno.ELOOP:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    os.close(fd)
                     raise
-                raise ValueError(f"logdir: {self.path!r} is a symbolic link") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                pid = _read_pid(fd)
                 os.close(fd)
-                raise
-            pid = _read_pid(fd)
-            os.close(fd)
-            self._created = False
-            raise RunDirLockedError(self.logdir, pid) from None
+                self._created = False
+                raise RunDirLockedError(self.logdir, pid) from None
+            if self._same_file(fd):
+                break
+            os.close(fd)  # a holder discarded the file meanwhile: lock the current one
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
 
+    def _open(self) -> int:
+        flags = os.O_RDWR | os.O_NOFOLLOW  # a planted symlink is not followed
+        try:
+            fd = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+            self._created = True
+            return fd
+        except FileExistsError:
+            pass
+        try:
+            return os.open(self.path, flags)
+        except FileNotFoundError:  # discarded between the two calls
+            return self._open()
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            raise ValueError(f"logdir: {self.path!r} is a symbolic link") from None
+
+    def _same_file(self, fd: int) -> bool:
+        """Whether ``fd`` is still the file at ``self.path`` (not one unlinked meanwhile)."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        fst = os.fstat(fd)
+        return (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino)
+
     def release(self, *, discard: bool = False) -> None:
-        """Unlocks. ``discard=True`` also removes the lock file if this lock created it (a
-        trainer that was refused the directory leaves nothing behind in it)."""
+        """Unlocks. ``discard=True`` also removes the lock file if this lock created it, and
+        ``logdir`` if this lock created it and it is empty (a trainer that is refused, or
+        fails before it writes anything, leaves nothing behind). Another process waiting on
+        a discarded file notices and locks the new one (``acquire`` checks the inode)."""
         if self._fd is None:
             return
         if discard and self._created:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
-            except FileNotFoundError:
-                pass
         os.close(self._fd)
         self._fd = None
+        if discard and self._created_dir:
+            with contextlib.suppress(OSError):  # not empty: something else was written
+                os.rmdir(self.logdir)
 
     def __enter__(self) -> RunLock:
         return self.acquire()
