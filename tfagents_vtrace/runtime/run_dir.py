@@ -299,15 +299,28 @@ class Checkpointer:
         return self.manager.save(checkpoint_number=int(self.counters["env_steps"].numpy()))
 
 
+def _checkpoint_root_children(path: str) -> set[str]:
+    """Names of the root object's children in checkpoint ``path`` (its object graph)."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph.FromString(
+        tf.train.load_checkpoint(path).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
+    )
+    return {child.local_name for child in graph.nodes[0].children}
+
+
 def restore_network(logdir: str):
     """Rebuilds the network of run directory ``logdir`` and restores its latest checkpoint.
 
     Reads ``config.json`` (env id + network config), builds the network for the env's
-    spaces and restores only the network's weights (the optimizer is not needed).
+    spaces and restores only the network's weights (the optimizer is not needed). Both
+    checkpoint layouts are read: IMPALA's learner saves the variable list
+    ``network_weights``; A2C, A3C and ACER save the Keras model as ``network``.
 
     Raises:
-      ValueError: no config.json or no checkpoint in ``logdir``; its env id is not a
-        registered gymnasium id (:func:`read_env_id`).
+      ValueError: no config.json or no checkpoint in ``logdir``, or a checkpoint with
+        neither entry; its env id is not a registered gymnasium id (:func:`read_env_id`).
     """
     import tensorflow as tf
 
@@ -321,8 +334,17 @@ def restore_network(logdir: str):
     latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
     if latest is None:
         raise ValueError(f"logdir: no checkpoint in {os.path.join(logdir, 'checkpoints')!r}")
-    status = tf.train.Checkpoint(network_weights=list(network.weights)).restore(latest)
-    status.expect_partial().assert_existing_objects_matched()
+    children = _checkpoint_root_children(latest)
+    if "network_weights" in children:
+        checkpoint = tf.train.Checkpoint(network_weights=list(network.weights))
+    elif "network" in children:
+        checkpoint = tf.train.Checkpoint(network=network)
+    else:
+        raise ValueError(
+            f"logdir: checkpoint {latest!r} holds no network (neither 'network_weights' nor "
+            f"'network' among {sorted(children)})"
+        )
+    checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
     return network
 
 
