@@ -16,7 +16,6 @@ import time
 
 START_TIME = time.time()  # before the heavy imports: wall_time counts what a user waits
 
-import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
@@ -111,7 +110,7 @@ def main(argv) -> None:
             file=sys.stderr,
             flush=True,
         )
-    print(json.dumps(final), flush=True)
+    print(run_dir.dumps(final), flush=True)  # strict JSON: null for NaN / inf
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Layout (DESIGN.md "Experiments contract")::
 
     DIR/config.json        agent + network + run config and env id (rebuilds the network)
-    DIR/metrics.jsonl      one JSON object per log interval / evaluation
+    DIR/metrics.jsonl      one JSON object per log interval / evaluation (strict JSON:
+                           ``null`` for non-finite values, as in config.json / final.json)
     DIR/events.out.tfevents.*   TensorBoard scalars (same values)
     DIR/checkpoints/       tf.train.CheckpointManager checkpoints
     DIR/policy/            SavedModel written at the end of training
@@ -30,6 +31,7 @@ import contextlib
 import dataclasses
 import glob
 import json
+import math
 import os
 import shutil
 import sys
@@ -44,6 +46,8 @@ from tfagents_vtrace.runtime.run_lock import LOCK_NAME
 
 
 def _jsonable(value: Any) -> Any:
+    """``value`` as JSON values: dataclasses and tuples become dicts and lists, numpy scalars
+    Python ones, and non-finite floats (NaN, inf) ``None``."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
     if isinstance(value, dict):
@@ -51,17 +55,26 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
+def dumps(value: Any, **kwargs) -> str:
+    """Strict JSON text of ``value`` (see :func:`_jsonable`): ``null`` where a float is not
+    finite, never the bare ``NaN`` / ``Infinity`` that strict parsers reject."""
+    return json.dumps(_jsonable(value), allow_nan=False, **kwargs)
+
+
 def write_config(logdir: str, config: dict, name: str = "config.json") -> str:
-    """Writes ``config`` (dataclasses allowed) to ``DIR/name`` atomically; returns the path."""
+    """Writes ``config`` (dataclasses allowed) to ``DIR/name`` atomically, as strict JSON;
+    returns the path."""
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(_jsonable(config), f, indent=2, sort_keys=True)
+        f.write(dumps(config, indent=2, sort_keys=True))
     os.replace(tmp, path)
     return path
 
@@ -76,7 +89,7 @@ def run_config_dict(agent_name: str, run, agent_config, network_config) -> dict:
         "network_config": network_config,
         "run_config": run,
     }
-    return json.loads(json.dumps(_jsonable(config)))
+    return json.loads(dumps(config))
 
 
 def write_run_config(logdir: str, agent_name: str, run, agent_config, network_config) -> str:
@@ -225,7 +238,7 @@ class MetricsLog:
         if self._file is None:
             os.makedirs(self.logdir, exist_ok=True)
             self._file = open(self.path, "a")  # noqa: SIM115 - kept open for the run
-        self._file.write(json.dumps(_jsonable(row)) + "\n")
+        self._file.write(dumps(row) + "\n")  # strict JSON: null for NaN / inf
         self._file.flush()
         if self._tensorboard:
             self._summaries(row)
