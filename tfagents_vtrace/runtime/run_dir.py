@@ -70,12 +70,18 @@ def dumps(value: Any, **kwargs) -> str:
 def write_config(logdir: str, config: dict, name: str = "config.json") -> str:
     """Writes ``config`` (dataclasses allowed) to ``DIR/name`` atomically, as strict JSON;
     returns the path."""
+    text = dumps(config, indent=2, sort_keys=True)  # a value JSON cannot hold fails here
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
     tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(dumps(config, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:  # e.g. a full disk: no partial file is left behind
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
     return path
 
 
@@ -174,7 +180,7 @@ def truncate_events(logdir: str, step: int) -> int:
     version header) are kept. A record cut by a kill ends the file's readable part. Returns
     the number of summary events dropped.
     """
-    paths = glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
+    paths = glob.glob(os.path.join(glob.escape(logdir), "events.out.tfevents.*"))
     if not paths:
         return 0
     import tensorflow as tf
@@ -408,8 +414,19 @@ def finish_run(
 
 
 # ---------------------------------------------------------------- starting and stopping runs
-# Entries a run writes into its directory (``prepare_logdir(overwrite=True)`` removes them).
-_RUN_ENTRIES = ("config.json", "metrics.jsonl", "final.json", "checkpoints", "policy")
+# Entries a run writes into its directory, as glob patterns (``prepare_logdir(overwrite=True)``
+# removes them from a run's directory).
+_RUN_ENTRIES = (
+    "config.json",
+    "metrics.jsonl",
+    "final.json",
+    "checkpoints",
+    "policy",
+    "events.out.tfevents.*",
+    "config.before-resume-*.json",
+)
+# What a write killed before its rename leaves: not counted as files, removed with the run.
+_PARTIAL_WRITES = ("config.json.tmp", "final.json.tmp", "metrics.jsonl.tmp")
 # Config entries that must match to resume: the checkpoint holds their variables.
 _STRUCTURAL = ("agent", "env_id", "network_config")
 
@@ -418,8 +435,35 @@ def has_checkpoint(logdir: str) -> bool:
     """Whether ``DIR/checkpoints`` holds a checkpoint (``tf.train.CheckpointManager`` state)."""
     ckpt_dir = os.path.join(logdir, "checkpoints")
     return os.path.exists(os.path.join(ckpt_dir, "checkpoint")) and bool(
-        glob.glob(os.path.join(ckpt_dir, "ckpt-*.index"))
+        glob.glob(os.path.join(glob.escape(ckpt_dir), "ckpt-*.index"))
     )
+
+
+def _is_run_config(logdir: str) -> bool:
+    """Whether ``DIR/config.json`` is a run's (a JSON object naming an agent and an env)."""
+    path = os.path.join(logdir, "config.json")
+    if os.path.islink(path) or not os.path.isfile(path):
+        return False
+    try:
+        with open(path) as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "agent" in config and "env_id" in config
+
+
+def _matching(logdir: str, patterns: tuple[str, ...]) -> list[str]:
+    """The paths in ``logdir`` whose names match ``patterns`` (symlinks included)."""
+    root = glob.escape(logdir)
+    return sorted({p for pattern in patterns for p in glob.glob(os.path.join(root, pattern))})
+
+
+def _remove(path: str) -> None:
+    """Removes ``path``; a symbolic link is unlinked, never followed."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        os.unlink(path)
+    else:
+        shutil.rmtree(path)
 
 
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
@@ -439,33 +483,41 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
 
     ``config`` is the :func:`run_config_dict` of the new run. ``overwrite=True`` removes the
     entries of a previous run (``config.json``, ``metrics.jsonl``, ``final.json``,
-    ``checkpoints/``, ``policy/``, TensorBoard event files) and starts afresh. In a
+    ``checkpoints/``, ``policy/``, TensorBoard event files, ``config.before-resume-*.json``,
+    partial ``*.tmp`` writes; a symbolic link is unlinked, never followed) and starts
+    afresh, but only when ``config.json`` shows the directory is a run's: other files are
+    kept, and any of those names in a directory that is not a run's is refused. In a
     multi-worker cluster only the chief calls it (the others write elsewhere, and would see
     the chief's new files). The run lock's file (``.lock``, :mod:`~tfagents_vtrace.runtime.
     run_lock`, taken by ``experiments.train`` before this call) is not counted as a file.
 
     Raises:
       ValueError: naming ``logdir``, when it holds files but no checkpoint, or a checkpointed
-        run whose agent, environment or network differs from ``config``.
+        run whose agent, environment or network differs from ``config``; with ``overwrite``,
+        when it holds a run's entry names but is not a run's directory.
     """
     if not os.path.isdir(logdir):
         if os.path.exists(logdir):
             raise ValueError(f"logdir: {logdir!r} exists and is not a directory")
         return "new"
+    ignored = {LOCK_NAME, *_PARTIAL_WRITES}
     entries = sorted(
         e
         for e in os.listdir(logdir)
-        if e != LOCK_NAME and (e != "checkpoints" or has_checkpoint(logdir))
+        if e not in ignored and (e != "checkpoints" or has_checkpoint(logdir))
     )
     if overwrite:
-        for entry in _RUN_ENTRIES:
-            path = os.path.join(logdir, entry)
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            elif os.path.exists(path):
-                os.remove(path)
-        for path in glob.glob(os.path.join(logdir, "events.out.tfevents.*")):
-            os.remove(path)
+        owned = _matching(logdir, _RUN_ENTRIES)
+        if owned and not _is_run_config(logdir):
+            names = [os.path.basename(p) for p in owned]
+            shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+            raise ValueError(
+                f"logdir: {logdir!r} holds {shown} but no run's config.json; overwrite "
+                "(--overwrite) removes only a run's own entries: move them, or choose another "
+                "logdir"
+            )
+        for path in owned + _matching(logdir, _PARTIAL_WRITES):
+            _remove(path)
         return "new"
     if not entries:
         return "new"
