@@ -259,7 +259,12 @@ def check_flags(policy: str, episodes: int, num_envs: int, env_kwargs: str) -> d
 
 
 def env_spaces(env_id: str, env_kwargs: dict) -> tuple[Any, Any]:
-    """(observation_space, action_space) of one ``env_id`` env; FlagError("env") if unknown."""
+    """(observation_space, action_space) of one ``env_id`` env.
+
+    Raises:
+      FlagError: ``--env`` when the id is unknown; ``--env_kwargs`` when the environment's
+        constructor refuses them (an unexpected or bad keyword: TypeError / ValueError).
+    """
     import gymnasium as gym
 
     import tfagents_vtrace.envs as envs  # registers the project's env ids
@@ -268,6 +273,11 @@ def env_spaces(env_id: str, env_kwargs: dict) -> tuple[Any, Any]:
         env = envs.make_env(env_id, **env_kwargs)
     except gym.error.Error as e:
         raise FlagError("env", f"{env_id}: {e}") from e
+    except (TypeError, ValueError) as e:
+        if not env_kwargs:
+            raise
+        message = f"{env_id} does not accept {json.dumps(env_kwargs)}: {e}"
+        raise FlagError("env_kwargs", message.splitlines()[0]) from e
     spaces = env.observation_space, env.action_space
     env.close()
     return spaces
