@@ -25,7 +25,8 @@ import zipfile
 import numpy as np
 
 _META_KEY = "__meta__"
-_NAME_RE = re.compile(r"replay-(\d+)\.npz$")
+_NAME_RE = re.compile(r"^replay-(\d+)\.npz$")
+_TMP_RE = re.compile(r"^replay-\d+\.tmp\.npz$")  # what save_arrays writes before its rename
 
 
 class ReplayCorruptError(ValueError):
@@ -125,12 +126,19 @@ def latest_replay_path(logdir: str, step: int) -> str | None:
 
 def prune_replays(logdir: str, keep_steps) -> list[str]:
     """Deletes replay archives whose step is not in ``keep_steps`` (the checkpoints that
-    ``CheckpointManager`` still keeps); returns the removed paths."""
+    ``CheckpointManager`` still keeps), and the temporary ``replay-<step>.tmp.npz`` files
+    that a save killed before its rename left; returns the removed paths.
+
+    Call it between saves (the runtime does, right after one), never while
+    :func:`save_arrays` may be writing in the same directory.
+    """
     keep = {int(s) for s in keep_steps}
     removed = []
-    for path in glob.glob(os.path.join(logdir, "checkpoints", "replay-*.npz")):
-        match = _NAME_RE.search(path)
-        if match and int(match.group(1)) not in keep:
+    pattern = os.path.join(glob.escape(os.path.join(logdir, "checkpoints")), "replay-*.npz")
+    for path in sorted(glob.glob(pattern)):
+        match = _NAME_RE.search(os.path.basename(path))
+        leftover = _TMP_RE.match(os.path.basename(path)) is not None
+        if leftover or (match and int(match.group(1)) not in keep):
             os.remove(path)
             removed.append(path)
     return removed
