@@ -72,3 +72,38 @@ def test_write_config_leaves_no_tmp_file_when_it_fails(tmp_path):
         run_dir.write_config(str(tmp_path), {"fn": print})
     assert os.listdir(tmp_path) == ["config.json"]
     assert json.load(open(tmp_path / "config.json")) == CONFIG  # the previous one is intact
+
+
+def test_overwrite_removes_an_export_cut_by_a_kill(tmp_path):
+    run_dir.write_config(str(tmp_path), CONFIG)
+    (tmp_path / "policy.tmp-123-abc" / "variables").mkdir(parents=True)
+    (tmp_path / "policy.old-123-def").mkdir()
+    assert run_dir.prepare_logdir(str(tmp_path), CONFIG, overwrite=True) == "new"
+    assert os.listdir(tmp_path) == []
+
+
+def test_finish_run_replaces_the_runs_own_partial_policy(tmp_path):
+    """A policy/ without saved_model.pb (an export cut by a kill, before exports were
+    atomic) is the run's own: the end of the run replaces it instead of refusing it."""
+    import gymnasium as gym
+    import numpy as np
+
+    from tfagents_vtrace.networks import NetworkConfig, make_network
+
+    net = make_network(NetworkConfig(hidden_sizes=(4,)), gym.spaces.Box(-1, 1, (3,), np.float32),
+                       gym.spaces.Discrete(2))  # fmt: skip
+
+    class Trainer:
+        logdir, run_config = str(tmp_path), type("Run", (), {"export_policy": True})()
+        metrics = run_dir.MetricsLog(str(tmp_path), tensorboard=False)
+
+        def save(self):
+            return ""
+
+        def wall_time(self):
+            return 1.0
+
+    (tmp_path / "policy" / "variables").mkdir(parents=True)
+    run_dir.finish_run(Trainer(), net, {"step": 1, "eval_return": 1.0}, None, 1)
+    assert (tmp_path / "policy" / "saved_model.pb").exists()
+    assert sorted(os.listdir(tmp_path)) == ["final.json", "policy"]

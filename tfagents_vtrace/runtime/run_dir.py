@@ -382,7 +382,8 @@ def finish_run(
     Saves a last checkpoint, exports the policy to ``LOGDIR/policy`` when
     ``run_config.export_policy`` asks for it (``export(path)`` when given, else
     :func:`tfagents_vtrace.export.export_policy` of ``network``, overwriting) and closes the
-    metrics file. ``trainer`` has ``save()``, ``wall_time()``, ``metrics``, ``run_config``
+    metrics file (a ``policy/`` that is not a SavedModel, the run's own export cut by a kill,
+    is replaced). ``trainer`` has ``save()``, ``wall_time()``, ``metrics``, ``run_config``
     and ``logdir``; ``last_eval`` is the newest evaluation row (``step``, ``eval_return``);
     ``solved_wall`` the wall time at which ``stop_return`` was reached, or None. The row
     holds ``final``, ``step``, ``wall_time``, ``train_wall_time`` (before the export),
@@ -392,6 +393,9 @@ def finish_run(
     train_wall = trainer.wall_time()
     if trainer.run_config.export_policy:
         path = os.path.join(trainer.logdir, "policy")
+        partial = os.path.isdir(path) and not os.path.islink(path) and os.listdir(path)
+        if partial and not os.path.isfile(os.path.join(path, "saved_model.pb")):
+            shutil.rmtree(path)  # the run's own export, cut by a kill before atomic export
         if export is not None:
             export(path)
         else:
@@ -424,6 +428,8 @@ _RUN_ENTRIES = (
     "policy",
     "events.out.tfevents.*",
     "config.before-resume-*.json",
+    "policy.tmp-*",  # an export killed before its rename (export_target.write_atomically)
+    "policy.old-*",
 )
 # What a write killed before its rename leaves: not counted as files, removed with the run.
 _PARTIAL_WRITES = ("config.json.tmp", "final.json.tmp", "metrics.jsonl.tmp")
