@@ -73,3 +73,45 @@ def test_cli_errors_clearly_on_missing_metrics(tmp_path):
                         capture_output=True, text=True, timeout=60)  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "c.png").stat().st_size > 10_000
+
+
+def _timed(step, learner, env, wait=0.05):
+    return {"step": step, "wall_time": step / 100, "sps": 100, "episode_return": 1.0,
+            "time_env": env, "time_inference": 0.1, "time_weights": 0.01, "time_wait": wait,
+            "time_learner": learner, "time_publish": 0.02, "time_eval": None,
+            "bottleneck": "learner"}  # fmt: skip
+
+
+TIMED_ROWS = [
+    {"step": 50, "wall_time": 0.5, "sps": 10, "episode_return": 1.0},  # an older row: skipped
+    _timed(100, 0.8, 0.6),
+    {"step": 100, "wall_time": 1.1, "eval_return": 9.0},
+    _timed(200, 0.7, 0.7),
+    _timed(300, 0.3, 0.9, wait=0.6),
+]
+
+
+def test_load_time_fractions_reads_rows_carrying_them(tmp_path):
+    series = plot.load_time_fractions(_write_run(tmp_path / "a", TIMED_ROWS))
+    assert series["step"] == [100.0, 200.0, 300.0]
+    assert series["learner"] == [0.8, 0.7, 0.3] and series["wait"] == [0.05, 0.05, 0.6]
+    assert series["eval"] == [0.0, 0.0, 0.0]  # null reads as 0
+    assert set(series) == {"step", *plot.TIME_PARTS}
+    with pytest.raises(ValueError, match="no rows with time_\\* fractions"):
+        plot.load_time_fractions(_write_run(tmp_path / "old", ROWS))
+
+
+def test_cli_draws_the_time_breakdown(tmp_path):
+    a = _write_run(tmp_path / "a", TIMED_ROWS)
+    b = _write_run(tmp_path / "b", TIMED_ROWS[1:])
+    out = tmp_path / "time.png"
+    cmd = [sys.executable, "-m", "experiments.plot", f"--logdir={a}", f"--logdir={b}",
+           "--what=time", f"--output={out}"]  # fmt: skip
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    image = matplotlib.image.imread(str(out))
+    assert image.shape[0] > 500 and image[..., :3].std() > 0.05  # two rows of panels, drawn
+    old = _write_run(tmp_path / "old", ROWS)
+    cmd[3:5] = [f"--logdir={old}"]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--logdir" in done.stderr and "time_*" in done.stderr

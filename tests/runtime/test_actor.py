@@ -84,6 +84,17 @@ def test_env_failure_drops_the_unroll_and_recreates_the_env():
         np.testing.assert_array_equal(u["first"][1:], u["reset"][:-1])
 
 
+def test_unroll_info_reports_where_the_actor_time_went():
+    actor = _actor(lambda seed: short_cartpole(B, seed))
+    actor.set_weights(
+        3, build_network(NetworkConfig(hidden_sizes=(16,)), "CartPole-v1").get_weights()
+    )
+    _, info = actor.unroll()
+    assert info["env_time"] > 0 and info["inference_time"] > 0 and info["weights_time"] > 0
+    _, info = actor.unroll()  # counted afresh for each unroll: no weights loaded since
+    assert info["env_time"] > 0 and info["inference_time"] > 0 and info["weights_time"] == 0
+
+
 def test_numpy_policy_matches_the_network():
     net = build_network(NetworkConfig(hidden_sizes=(16, 8)), "CartPole-v1")
     assert NumpyMLPPolicy.supports(net)

@@ -1,4 +1,4 @@
-"""The training loop: env failures, non-finite losses, resuming a run directory."""
+"""The training loop: env failures, non-finite losses, resuming a run directory, timings."""
 
 import json
 import os
@@ -11,7 +11,13 @@ from tests.runtime.test_actor import FailingVectorEnv, short_cartpole
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.loop import NonFiniteLossError, Trainer, train
+from tfagents_vtrace.runtime.loop import (
+    NonFiniteLossError,
+    Trainer,
+    bottleneck,
+    time_fractions,
+    train,
+)
 from tfagents_vtrace.runtime.run_dir import restore_network
 
 AGENT = get_agent("impala")
@@ -76,3 +82,48 @@ def test_training_into_an_existing_run_dir_resumes(tmp_path):
     assert any("eval_return" in row for row in _rows(logdir))
     walls = [row["wall_time"] for row in _rows(logdir)]
     assert walls == sorted(walls)  # wall time continues across the resume
+
+
+TIMES = ("env", "inference", "weights", "wait", "learner", "publish", "eval")
+LEARNER_THREAD = ("wait", "learner", "publish", "eval")
+
+
+def _fractions(**kw):
+    return {f"time_{part}": kw.get(part, 0.0) for part in TIMES}
+
+
+def test_bottleneck_rule():
+    # Actor threads: a learner that hardly waits limits; a waiting one is starved by actors.
+    busy = _fractions(env=0.9, inference=0.05, wait=0.05, learner=0.8, publish=0.1)
+    assert bottleneck(busy, inline=False) == "learner"
+    assert bottleneck(dict(busy, time_eval=0.85), inline=False) == "eval"
+    starved = _fractions(env=0.3, inference=0.6, wait=0.5, learner=0.4)
+    assert bottleneck(starved, inline=False) == "inference"
+    assert bottleneck(dict(starved, time_env=0.7), inline=False) == "env"
+    # Inline: one thread does everything in turn; the largest part, never "wait".
+    inline = _fractions(env=0.3, inference=0.2, wait=0.6, learner=0.4)
+    assert bottleneck(inline, inline=True) == "learner"
+
+
+def test_time_fractions_divide_actor_time_by_all_actors_wall_time():
+    actor = {"env": 3.0, "inference": 1.0, "weights": 0.0}
+    learner = {"wait": 0.5, "learner": 1.2345, "publish": 0.1, "eval": 5.0}
+    row = time_fractions(actor, learner, 2.0, actor_threads=3)
+    assert row == {"time_env": 0.5, "time_inference": 0.167, "time_weights": 0.0,
+                   "time_wait": 0.25, "time_learner": 0.617, "time_publish": 0.05,
+                   "time_eval": 1.0}  # fmt: skip
+    assert time_fractions(actor, learner, 4.0, actor_threads=0)["time_env"] == 0.75
+
+
+@pytest.mark.parametrize("num_actors", [0, 2])
+def test_rows_say_where_the_time_went(tmp_path, num_actors):
+    run = _run(1024, num_actors=num_actors, eval_every=512)
+    train(run, AGENT, AGENT.Config(), NET, str(tmp_path))
+    rows = _rows(str(tmp_path))
+    assert rows and any(row["time_eval"] > 0 for row in rows)
+    for row in rows:
+        assert all(0.0 <= row[f"time_{part}"] <= 1.0 for part in TIMES), row
+        parts = LEARNER_THREAD + (("env", "inference", "weights") if num_actors == 0 else ())
+        assert sum(row[f"time_{part}"] for part in parts) <= 1.0 + 0.01, row
+        assert row["bottleneck"] in TIMES
+    assert any(row["time_env"] > 0 and row["time_inference"] > 0 for row in rows)

@@ -17,6 +17,12 @@ Unroll layout (``T = unroll_length``, ``B = num_envs``), NEXT_STEP autoreset sem
 that ended at ``t - 1``; the env ignores ``action_t`` and returns ``reward_t = 0`` and the
 first observation of the next episode, so ``first_{t+1} = reset_t``. ``prev_action`` and
 ``prev_reward`` are zero where ``first``.
+
+Each unroll's ``info`` also says where the actor's time went (``time.perf_counter``
+seconds since the previous info): ``inference_time`` (policy steps and their inputs),
+``env_time`` (``env.step`` and the bookkeeping of its outcome, environment recreation
+included) and ``weights_time`` (loading published weights). Time of an unroll dropped
+after an environment failure is carried into the next info.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import dataclasses
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -32,6 +39,9 @@ import numpy as np
 from tfagents_vtrace.runtime.policies import make_policy
 
 log = logging.getLogger(__name__)
+
+TIMES = ("env_time", "inference_time", "weights_time")
+"""Seconds an actor reports in each unroll's info (see module docstring)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +109,8 @@ class Actor:
         self.env_restarts = 0
         self._episode_returns: list[float] = []
         self._episode_lengths: list[int] = []
+        # Seconds per TIMES key since the last unroll's info (a host may add its own).
+        self.timing = dict.fromkeys(TIMES, 0.0)
         self.env = self._env_factory(self._seed(0))
         self._start_episodes()
 
@@ -120,6 +132,7 @@ class Actor:
         self._ep_length = np.zeros(b, np.int64)
 
     def _restart_env(self, error: BaseException) -> None:
+        start = time.perf_counter()
         self.env_restarts += 1
         log.warning(
             "actor %d: env raised %r; recreating it (restart %d), dropping the unroll",
@@ -133,11 +146,14 @@ class Actor:
             pass
         self.env = self._env_factory(self._seed(self.env_restarts))
         self._start_episodes()
+        self.timing["env_time"] += time.perf_counter() - start
 
     def set_weights(self, version: int, weights: list[np.ndarray]) -> None:
         """Loads learner weights tagged with ``version``."""
+        start = time.perf_counter()
         self.policy.set_weights(weights)
         self.weights_version = int(version)
+        self.timing["weights_time"] += time.perf_counter() - start
 
     def _alloc(self) -> dict:
         t, b = self.spec.unroll_length, self.spec.num_envs
@@ -164,11 +180,14 @@ class Actor:
         """Runs ``T`` steps; returns ``(unroll, info)`` or None if the env raised.
 
         ``info``: ``episode_returns``/``episode_lengths`` of episodes that ended during the
-        unroll, ``weights_version``, ``env_restarts`` (cumulative), ``actor_id``.
+        unroll, ``weights_version``, ``env_restarts`` (cumulative), ``actor_id`` and the
+        :data:`TIMES` seconds (see module docstring).
         """
         u = self._alloc()
         u["state"] = tuple(np.array(s) for s in self._state)
         policies = None
+        inference_time = env_time = 0.0
+        mark = time.perf_counter()  # one clock read per phase change: env -> policy -> env
         for t in range(self.spec.unroll_length):
             self._store_inputs(u, t)
             action, params, state = self.policy.step(
@@ -182,12 +201,18 @@ class Actor:
             for k, v in params.items():
                 policies[k][t] = v
             u["action"][t] = action
+            stepped = time.perf_counter()
+            inference_time += stepped - mark
             try:
                 obs, reward, terminated, truncated, _ = self.env.step(action)
             except Exception as error:  # noqa: BLE001 - any env failure restarts the env
+                self._add_times(inference_time, env_time + time.perf_counter() - stepped)
                 self._restart_env(error)
                 return None
             self._advance(u, t, obs, reward, terminated, truncated, action, state)
+            mark = time.perf_counter()
+            env_time += mark - stepped
+        self._add_times(inference_time, env_time)
         self._store_inputs(u, self.spec.unroll_length)
         u["policy"] = policies
         info = {
@@ -196,9 +221,15 @@ class Actor:
             "weights_version": self.weights_version,
             "env_restarts": self.env_restarts,
             "actor_id": self.actor_id,
+            **self.timing,
         }
         self._episode_returns, self._episode_lengths = [], []
+        self.timing = dict.fromkeys(TIMES, 0.0)
         return u, info
+
+    def _add_times(self, inference_time: float, env_time: float) -> None:
+        self.timing["inference_time"] += inference_time
+        self.timing["env_time"] += env_time
 
     def _advance(self, u, t, obs, reward, terminated, truncated, action, state) -> None:
         """Records step ``t``'s outcome and moves the carry to step ``t + 1``."""

@@ -8,6 +8,9 @@ also owns the run directory (config, checkpoints, metrics, evaluation, export) a
 handling: environment failures are absorbed by the actors (``env_restarts``), non-finite
 updates are skipped by the learner and ``max_nonfinite_updates`` in a row stop the run with
 :class:`NonFiniteLossError` after saving the last good weights.
+
+Every metrics row also says where the wall time went since the previous row (``time_*``
+fractions, see :func:`time_fractions`) and names the ``bottleneck`` (:func:`bottleneck`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,54 @@ from tfagents_vtrace.runtime.policies import NumpyMLPPolicy
 from tfagents_vtrace.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
+
+ACTOR_TIMES = ("env", "inference", "weights")
+"""Actor-side parts of a row's time (``info["<part>_time"]`` of each unroll)."""
+LEARNER_TIMES = ("wait", "learner", "publish", "eval")
+"""Learner-thread parts: waiting for unrolls, stacking + ``train_step``, ``get_weights`` +
+publishing, evaluation."""
+WAIT_BOUND = 0.1
+"""A learner thread waiting for unrolls less than this share of its time is the bottleneck."""
+
+
+def time_fractions(actor: dict, learner: dict, interval: float, actor_threads: int) -> dict:
+    """The ``time_<part>`` fields of a metrics row, from seconds spent per part.
+
+    Learner-thread parts (:data:`LEARNER_TIMES`) are shares of that thread's wall time, the
+    row's ``interval``. Actor parts (:data:`ACTOR_TIMES`, summed over the unrolls the
+    learner consumed in the interval) are shares of all actors' wall time, ``interval *
+    actor_threads`` (threads or Ray actors); an inline actor (``actor_threads`` 0) runs in
+    the learner thread, so its parts are shares of that thread's time too (and ``wait``
+    excludes them: the seven parts sum to at most 1). Each is clipped to [0, 1] (an unroll
+    may have started in the previous interval) and rounded to 3 digits.
+    """
+    interval = max(interval, 1e-9)
+    actor_wall = interval * max(actor_threads, 1)
+    row = {f"time_{part}": _share(seconds, actor_wall) for part, seconds in actor.items()}
+    row.update({f"time_{part}": _share(seconds, interval) for part, seconds in learner.items()})
+    return row
+
+
+def _share(seconds: float, wall: float) -> float:
+    return round(min(max(seconds / wall, 0.0), 1.0), 3)
+
+
+def bottleneck(fractions: dict, inline: bool) -> str:
+    """Names the part of a row's ``time_<part>`` ``fractions`` that limits training speed.
+
+    Inline actor (``inline``: one thread acts and learns in turn): the largest part other
+    than ``wait``. Actor threads or Ray actors: a learner thread that waits for unrolls
+    less than :data:`WAIT_BOUND` of its time is always busy, so the largest of its busy
+    parts (``learner``, ``publish``, ``eval``) limits; otherwise the learner is starved and
+    the actors limit: the largest actor part (``env``, ``inference`` or ``weights``).
+    """
+    if inline:
+        parts = ACTOR_TIMES + LEARNER_TIMES[1:]
+    elif fractions["time_wait"] < WAIT_BOUND:
+        parts = LEARNER_TIMES[1:]
+    else:
+        parts = ACTOR_TIMES
+    return max(parts, key=lambda part: fractions[f"time_{part}"])
 
 
 class NonFiniteLossError(RuntimeError):
@@ -66,6 +117,7 @@ class _Stats:
     episodes: int = 0
     restarts: dict = dataclasses.field(default_factory=dict)
     lag: list = dataclasses.field(default_factory=list)
+    actor_time: dict = dataclasses.field(default_factory=lambda: dict.fromkeys(ACTOR_TIMES, 0.0))
 
     def add(self, info: dict, version: int) -> None:
         self.returns.extend(info["episode_returns"].tolist())
@@ -73,6 +125,8 @@ class _Stats:
         self.episodes += len(info["episode_returns"])
         self.restarts[info["actor_id"]] = info["env_restarts"]
         self.lag.append(version - info["weights_version"])
+        for part in ACTOR_TIMES:
+            self.actor_time[part] += info[f"{part}_time"]
 
 
 class Trainer:
@@ -273,15 +327,20 @@ class Trainer:
         last_log = time.monotonic()
         last_eval, solved_wall, learner_metrics = None, None, {}
         self._row_steps, self._row_time = self.env_steps, time.monotonic()
+        self._busy = dict.fromkeys(LEARNER_TIMES, 0.0)
         while self.env_steps < run.total_steps:
             run_dir.check_stop()
+            start = time.perf_counter()
             items = [self._next_unroll(unrolls, threads) for _ in range(run.batch_unrolls)]
+            received = time.perf_counter()
             for _, info in items:
                 self.stats.add(info, self.updates)
             learner_metrics = self.learner.train_step(stack_unrolls([u for u, _ in items]))
+            trained = time.perf_counter()
             self.updates += 1
             self.env_steps += run.steps_per_update
             store.publish(self.updates, self.learner.get_weights())
+            self._add_busy(items, start, received, trained, time.perf_counter())
             progress.update(self.env_steps, self.stats.returns)
             if learner_metrics.get("nonfinite_streak", 0) >= self.max_nonfinite:
                 path = self.save()
@@ -312,11 +371,23 @@ class Trainer:
                 self.save()
         return last_eval, solved_wall
 
+    def _add_busy(self, items, start, received, trained, published) -> None:
+        """Adds one update's learner-thread seconds (``perf_counter`` marks) to the row's.
+        The inline actor's own time (in its infos) is not waiting."""
+        acting = 0.0
+        if self._inline is not None:
+            acting = sum(info[f"{part}_time"] for _, info in items for part in ACTOR_TIMES)
+        self._busy["wait"] += max(received - start - acting, 0.0)
+        self._busy["learner"] += trained - received
+        self._busy["publish"] += published - trained
+
     def _evaluate(self, evaluator: Evaluator) -> dict:
+        start = time.perf_counter()
         evaluator.set_weights(self.learner.get_weights())
         row = evaluator.run()
         row["step"] = int(self.env_steps)
         row["wall_time"] = round(self.wall_time(), 3)
+        self._busy["eval"] += time.perf_counter() - start
         return row
 
     def _write_row(self, learner_metrics: dict, eval_row: dict | None, progress) -> None:
@@ -336,10 +407,19 @@ class Trainer:
         row.update({k: v for k, v in learner_metrics.items() if k != "nonfinite_streak"})
         if eval_row is not None:
             row.update({k: v for k, v in eval_row.items() if k not in ("step", "wall_time")})
+        row.update(self._time_row(elapsed))
         self.stats.lag = []
         self._row_steps, self._row_time = self.env_steps, now
         self.metrics.write(row)
         progress.log(row)
+
+    def _time_row(self, elapsed: float) -> dict:
+        """The row's ``time_*`` fractions and ``bottleneck``; restarts the accumulation."""
+        threads = 0 if self._inline is not None else self.run_config.num_actors
+        fractions = time_fractions(self.stats.actor_time, self._busy, elapsed, threads)
+        self.stats.actor_time = dict.fromkeys(ACTOR_TIMES, 0.0)
+        self._busy = dict.fromkeys(LEARNER_TIMES, 0.0)
+        return {**fractions, "bottleneck": bottleneck(fractions, self._inline is not None)}
 
 
 def train(run: RunConfig, agent, agent_config, network_config, logdir: str, **kwargs) -> dict:

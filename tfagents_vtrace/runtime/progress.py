@@ -1,4 +1,5 @@
-"""Progress reporting: a tqdm bar on a TTY, plain log lines otherwise (steps/s, returns, ETA)."""
+"""Progress reporting: a tqdm bar on a TTY, plain log lines otherwise (steps/s, returns, ETA,
+and the bottleneck with its share of time when the row names one)."""
 
 from __future__ import annotations
 
@@ -45,22 +46,32 @@ class Progress:
         }
         if "eval_return" in row:
             parts["eval"] = f"{row['eval_return']:.1f}"
+        slowest = _bottleneck(row)
         if self._bar is not None:
+            if slowest:
+                parts["bottleneck"] = slowest
             self._bar.set_postfix(parts, refresh=False)
             return
         eta = self.eta(row["step"])
         eta_s = "-" if eta is None else f"{eta:.0f}s"
         text = " ".join(f"{k}={v}" for k, v in parts.items())
-        print(
-            f"step={row['step']} {text} wall={row['wall_time']:.1f}s eta={eta_s}",
-            file=sys.stderr,
-            flush=True,
-        )
+        line = f"step={row['step']} {text} wall={row['wall_time']:.1f}s eta={eta_s}"
+        if slowest:
+            line += f" bottleneck: {slowest}"
+        print(line, file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+def _bottleneck(row: dict) -> str:
+    """``"learner 78%"``: the row's ``bottleneck`` and its ``time_<part>`` share ("" if none)."""
+    part = row.get("bottleneck")
+    if part is None:
+        return ""
+    return f"{part} {100 * row.get(f'time_{part}', 0.0):.0f}%"
 
 
 def _isatty() -> bool:

@@ -19,10 +19,11 @@ unchanged:
   broadcast, the pool ``ray.put``\\ s it once and passes the reference (wrapped in a list,
   so Ray does not resolve it) with the next calls; an actor fetches the object only when its
   own version is older;
-* an environment that raises is recreated inside the actor (``env_restarts`` arrives in
-  ``info`` as with threads); a Ray actor process that dies is replaced (up to
-  ``max_actor_restarts`` times per actor id, each counted as an env restart); an exception
-  raised by the actor code itself is fatal and reported through ``error``;
+* an environment that raises is recreated inside the actor (``env_restarts`` and the
+  actor's timings arrive in ``info`` as with threads); a Ray actor process that dies is
+  replaced (up to ``max_actor_restarts`` times per actor id, each counted as an env
+  restart); an exception raised by the actor code itself is fatal and reported through
+  ``error``;
 * on stop (end of training or any exception in the learner) every Ray actor is killed, and
   Ray is shut down if the pool started it.
 
@@ -38,6 +39,7 @@ import math
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 from tfagents_vtrace.runtime.actor import put_until_stopped
@@ -108,13 +110,17 @@ class ActorHost:
     def unroll(self, version: int, weights_ref: list) -> tuple[dict, dict] | None:
         """Loads weights ``version`` if newer than the actor's, then runs one unroll.
 
-        ``weights_ref`` is ``[ObjectRef]`` of the weights list (fetched only when stale).
-        Returns ``(unroll, info)``, or None when the environment raised and was recreated.
+        ``weights_ref`` is ``[ObjectRef]`` of the weights list (fetched only when stale; the
+        fetch counts in ``info["weights_time"]``). Returns ``(unroll, info)``, or None when
+        the environment raised and was recreated.
         """
         if version > self.actor.weights_version:
             import ray
 
-            self.actor.set_weights(version, ray.get(weights_ref[0]))
+            start = time.perf_counter()
+            weights = ray.get(weights_ref[0])
+            self.actor.timing["weights_time"] += time.perf_counter() - start
+            self.actor.set_weights(version, weights)
         return self.actor.unroll()
 
     def pid(self) -> int:
