@@ -94,7 +94,7 @@ def define_train_flags() -> None:
     flags.DEFINE_float("value_clip", None, "Value clipping range around the old values.")
     flags.DEFINE_bool("normalize_advantages", False, "Normalise advantages per minibatch.")
     flags.DEFINE_float("replay_ratio", 0.0, "Replayed unrolls per fresh unroll in a batch.")
-    flags.DEFINE_integer("replay_capacity", 0, "Recent unrolls kept for replay (0: auto).")
+    flags.DEFINE_integer("replay_unrolls", 0, "IMPALA: recent unrolls kept for replay (0: auto).")
     # A2C / A3C.
     flags.DEFINE_float("gae_lambda", 1.0, "GAE lambda (1.0: n-step returns).")
     flags.DEFINE_float("entropy_start", 0.01, "Entropy weight at the first update.")

@@ -196,7 +196,7 @@ def test_batch_must_split_into_minibatches(rng):
     "field,value",
     [("num_epochs", 0), ("num_minibatches", 0), ("policy_loss", "ppo"), ("clip_ratio", 0.0),
      ("kl_cost", -1.0), ("value_clip", 0.0), ("normalize_advantages", 1),
-     ("replay_ratio", -0.5), ("replay_capacity", -1)],
+     ("replay_ratio", -0.5), ("replay_unrolls", -1)],
 )  # fmt: skip
 def test_bad_reuse_field_names_it(field, value):
     with pytest.raises(ValueError, match=field):

@@ -109,12 +109,13 @@ class NumpyMLPPolicy:
         variables += [head.kernel, head.bias]
         self._index = [index[id(v)] for v in variables]
         self._num_dense = len(network.torso.dense_layers)
+        self._input_scale = np.float32(getattr(network, "input_scale", 1.0))
         self.set_weights(network.get_weights())
 
     @staticmethod
     def supports(network) -> bool:
-        """True for an MLP torso, categorical head, float observations, no Q head, and
-        either no core or an LSTM core without the time-step input."""
+        """True for an MLP torso, categorical head, float or uint8 Box observations, no Q
+        head, and either no core or an LSTM core without the time-step input."""
         cfg = getattr(network, "config", None)
         core = getattr(network, "core", None)
         return bool(
@@ -125,7 +126,7 @@ class NumpyMLPPolicy:
             and cfg.q_head is None
             and getattr(network, "policy_kind", None) == "categorical"
             and getattr(network, "obs_categories", None) is None
-            and network.observation_spec.dtype == tf.float32
+            and network.observation_spec.dtype in (tf.float32, tf.uint8)
             and cfg.activation in _NP_ACTIVATIONS
         )
 
@@ -143,6 +144,8 @@ class NumpyMLPPolicy:
     def _features(self, obs, first, prev_action, prev_reward, state):
         w, n = self._w, self._num_dense
         h = np.asarray(obs, np.float32).reshape(len(obs), -1)
+        if self._input_scale != 1.0:  # e.g. 1/255 for uint8 images, as the network does
+            h = h * self._input_scale
         for k in range(n):
             h = self._act(h @ w[2 * k] + w[2 * k + 1])
         if not self._lstm:

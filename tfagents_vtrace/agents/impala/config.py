@@ -95,7 +95,7 @@ class ImpalaConfig(LearnerConfig):
     """Replayed unrolls per fresh unroll in each learner batch (>= 0; 1.0 makes half of every
     batch replay). Replayed unrolls keep their own behaviour policy and LSTM state, so
     V-trace corrects their staleness."""
-    replay_capacity: int = 0
+    replay_unrolls: int = 0
     """Recent unrolls kept for replay (0: ``max(1, ceil(replay_ratio * batch_unrolls)) * 8``
     when replay_ratio > 0)."""
 
@@ -134,7 +134,7 @@ class ImpalaConfig(LearnerConfig):
             check_number("value_clip", self.value_clip, 0.0, math.inf, True, True)
         check_bool("normalize_advantages", self.normalize_advantages)
         check_number("replay_ratio", self.replay_ratio, 0.0, math.inf, False, True)
-        check_int("replay_capacity", self.replay_capacity, 0)
+        check_int("replay_unrolls", self.replay_unrolls, 0)
 
     @property
     def needs_old_outputs(self) -> bool:
