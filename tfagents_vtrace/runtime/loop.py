@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import run_dir
 from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, ActorThread, WeightStore, build_network
@@ -170,7 +171,15 @@ class Trainer:
         self._env_factory = env_factory
         total_updates = math.ceil(run.total_steps / run.steps_per_update)
         net_factory = lambda: build_network(network_config, run.env_id)
-        self.learner = agent.Learner(agent_config, net_factory, strategy, total_updates)
+        self.learner = agent.Learner(
+            agent_config, net_factory, strategy, total_updates, seed=run.seed
+        )
+        # IMPALA's replay of recent unrolls (ImpalaConfig.replay_ratio; none for A2C).
+        self.replay = UnrollReplay(
+            getattr(agent_config, "replay_unrolls", 0),
+            replayed_per_batch(getattr(agent_config, "replay_ratio", 0.0), run.batch_unrolls),
+            seed=run.seed + 104729,
+        )
         self.max_nonfinite = getattr(agent_config, "max_nonfinite_updates", 10)
         self.checkpointer = run_dir.Checkpointer(logdir, self.learner.checkpoint_items())
         self.metrics = run_dir.MetricsLog(logdir)
@@ -335,7 +344,8 @@ class Trainer:
             received = time.perf_counter()
             for _, info in items:
                 self.stats.add(info, self.updates)
-            learner_metrics = self.learner.train_step(stack_unrolls([u for u, _ in items]))
+            batch = stack_unrolls(self.replay.mix([u for u, _ in items]))
+            learner_metrics = self.learner.train_step(batch)
             trained = time.perf_counter()
             self.updates += 1
             self.env_steps += run.steps_per_update
