@@ -125,7 +125,7 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
     """Ctrl-C (a KeyboardInterrupt in the watching thread) stops the workers and saves;
     re-running resumes and ends within one rollout of total_steps; a third run is a no-op."""
     import tfagents_vtrace.envs  # noqa: F401
-    from tfagents_vtrace.runtime import run_dir
+    from tfagents_vtrace.runtime import metrics_log, stop_signals
 
     # 2 workers x (t_max 5 x 2 envs): 10-step rollouts; 605 is not a multiple of 10.
     run = RunConfig(env_id="CartPole-v1", total_steps=605, num_envs=2, eval_episodes=2,
@@ -140,7 +140,7 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
             raise KeyboardInterrupt
 
     trainer._check_workers = interrupt_after_100_steps
-    with pytest.raises(run_dir.RunInterrupted) as caught:
+    with pytest.raises(stop_signals.RunInterrupted) as caught:
         trainer.run()
     assert not any(w.is_alive() for w in trainer.workers)
     step = trainer.learner.shared.step
@@ -152,7 +152,7 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
     assert final["resumed"] and sum(final["worker_steps"]) == final["step"] - step
     # Rollouts are claimed from the budget: the total stops within one rollout (10 steps).
     assert run.total_steps <= final["step"] < run.total_steps + 10
-    rows = run_dir.read_metrics(str(tmp_path))
+    rows = metrics_log.read_metrics(str(tmp_path))
     steps = [r["step"] for r in rows]
     assert steps == sorted(set(steps)) and steps[-1] == final["step"] and steps[0] > 0
     assert all(r["sps"] > 0 for r in rows)  # a row only after the global step moved
@@ -161,4 +161,4 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
 
     again = train(run, config, net, str(tmp_path))
     assert again["already_finished"] and again["step"] == final["step"]
-    assert run_dir.read_metrics(str(tmp_path)) == rows
+    assert metrics_log.read_metrics(str(tmp_path)) == rows

@@ -17,7 +17,7 @@ import tensorflow as tf
 from tfagents_vtrace.agents.acer import AcerConfig, AcerLearner, network_config_for, train
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.replay import storage
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import metrics_log, stop_signals
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 
@@ -116,10 +116,10 @@ def test_training_writes_the_run_directory(tmp_path, workers):
         )  # fmt: skip
         assert out["action"].shape == (2,)
     # The same command again: the run already ended, so nothing is trained or written.
-    rows_before = run_dir.read_metrics(str(tmp_path))
+    rows_before = metrics_log.read_metrics(str(tmp_path))
     again = train(_run(400, export_policy=workers == 0), cfg, net_cfg, str(tmp_path))
     assert again["already_finished"] and again["step"] == final["step"]
-    assert run_dir.read_metrics(str(tmp_path)) == rows_before
+    assert metrics_log.read_metrics(str(tmp_path)) == rows_before
 
 
 def test_interrupt_stops_the_workers_saves_and_resumes(tmp_path, capsys):
@@ -139,7 +139,7 @@ def test_interrupt_stops_the_workers_saves_and_resumes(tmp_path, capsys):
         return bookkeeping(state, progress)
 
     trainer._bookkeeping = interrupt_at_100
-    with pytest.raises(run_dir.RunInterrupted) as caught:
+    with pytest.raises(stop_signals.RunInterrupted) as caught:
         trainer.run()
     step = caught.value.step
     assert 100 <= step < 300 and step == trainer.env_steps
@@ -150,7 +150,7 @@ def test_interrupt_stops_the_workers_saves_and_resumes(tmp_path, capsys):
     final = train(run, cfg, net_cfg, str(tmp_path))
     assert final["resumed"] and final["replay_restored"] == saved_replay
     assert 300 <= final["step"] < 300 + 20  # iterations are claimed from one step budget
-    rows = run_dir.read_metrics(str(tmp_path))
+    rows = metrics_log.read_metrics(str(tmp_path))
     assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
     assert rows[-1]["step"] == final["step"] and "eval_return" in rows[-1]
     assert f"step={final['step']} " in capsys.readouterr().err  # the final row is shown too

@@ -14,7 +14,7 @@ import tensorflow as tf
 from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner, TaacPolicy
 from tfagents_vtrace.agents.taac.export import export_taac_policy
 from tfagents_vtrace.agents.taac.learner import BATCH_KEYS
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import metrics_log, stop_signals
 from tfagents_vtrace.runtime.config import RunConfig
 
 SMALL = dict(
@@ -176,12 +176,12 @@ def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
     final2 = train(run2, cfg, None, logdir)
     assert final2["resumed"] and final2["step"] == 160
     assert final2["updates"] > final["updates"]
-    rows = run_dir.read_metrics(logdir)
+    rows = metrics_log.read_metrics(logdir)
     assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
     # The same command again: the run already ended, so nothing is trained or written.
     again = train(run2, cfg, None, logdir)
     assert again["already_finished"] and again["step"] == 160
-    assert again["updates"] == final2["updates"] and run_dir.read_metrics(logdir) == rows
+    assert again["updates"] == final2["updates"] and metrics_log.read_metrics(logdir) == rows
 
 
 def test_interrupt_saves_checkpoint_and_replay_then_resumes(tmp_path, capsys):
@@ -202,7 +202,7 @@ def test_interrupt_saves_checkpoint_and_replay_then_resumes(tmp_path, capsys):
         return train_once()
 
     trainer._train_once = interrupt_on_third_update
-    with pytest.raises(run_dir.RunInterrupted) as caught:
+    with pytest.raises(stop_signals.RunInterrupted) as caught:
         trainer.run()
     step = caught.value.step
     assert step == calls[-1] and 20 < step < 80 and int(trainer.learner.updates.numpy()) == 2
@@ -212,7 +212,7 @@ def test_interrupt_saves_checkpoint_and_replay_then_resumes(tmp_path, capsys):
     capsys.readouterr()
     final = train(run, cfg, None, logdir)
     assert final["resumed"] and final["step"] == 80 and final["updates"] > 2
-    rows = run_dir.read_metrics(logdir)
+    rows = metrics_log.read_metrics(logdir)
     assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
     assert rows[-1]["step"] == 80 and "eval_return" in rows[-1] and rows[-1]["sps"] > 0
     assert "step=80 " in capsys.readouterr().err  # the final row is shown too

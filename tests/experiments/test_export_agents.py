@@ -11,8 +11,8 @@ import tensorflow as tf
 
 import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 from tfagents_vtrace.networks import NetInputs, NetworkConfig
+from tfagents_vtrace.runtime.checkpointing import restore_network
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.run_dir import restore_network
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NET = NetworkConfig(hidden_sizes=(8,))
@@ -24,7 +24,7 @@ def _short_run(agent: str, logdir: str) -> None:
                     num_actors=0, eval_episodes=1, log_every_s=0.5)  # fmt: skip
     if agent == "a2c":
         from tfagents_vtrace.agents import get_agent
-        from tfagents_vtrace.runtime.loop import train
+        from tfagents_vtrace.runtime.driver import train
 
         a2c = get_agent("a2c")
         train(run, a2c, a2c.Config(), NET, logdir)

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tfagents_vtrace.agents.common import episode_targets
+from tfagents_vtrace.agents.loss_inputs import episode_targets
 from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.replay.storage import ReplayCorruptError
 

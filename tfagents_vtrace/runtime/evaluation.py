@@ -102,15 +102,12 @@ class Evaluator:
             self._env = None
 
 
-def make_evaluator(run, network, env_factory=None) -> Evaluator:
+def make_evaluator(run, policy, env_factory=None) -> Evaluator:
     """The greedy :class:`Evaluator` of a run: ``run.eval_episodes`` environments of
     ``run.env_id`` (``make_vector_env`` unless ``env_factory(num_envs, seed)`` is given),
-    acting with ``network`` through ``run.policy_impl``, seeded from ``10_000 + run.seed``."""
-    from tfagents_vtrace.runtime.policies import make_policy
-
+    acting with the greedy ``policy``, seeded from ``10_000 + run.seed``."""
     if env_factory is None:
         from tfagents_vtrace.envs import make_vector_env
 
         env_factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")  # noqa: E731
-    policy = make_policy(network, run.policy_impl, greedy=True)
     return Evaluator(env_factory, policy, run.eval_episodes, seed=10_000 + run.seed)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents import batching, optimization, placement
 from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 
@@ -109,15 +109,15 @@ class A3CLearner:
     ):
         if not isinstance(config, A3CConfig):
             raise ValueError(f"config: expected an A3CConfig, received {type(config)}")
-        common.require_single_replica(strategy, "A3C")
+        placement.require_single_replica(strategy, "A3C")
         self.config = config
         self.total_steps = total_steps
         self.network = network_factory()
-        self.optimizer = common.optimizer_from_config(config, total_updates)
+        self.optimizer = optimization.optimizer_from_config(config, total_updates)
         self.shared = SharedOptimizer(
             self.network.trainable_variables, self.optimizer, record_order=record_order
         )
-        self._grads = common.BatchFunction(self._grads_fn)
+        self._grads = batching.BatchFunction(self._grads_fn)
 
     def entropy_coef(self, step: int | None = None) -> float:
         """The entropy weight at global step ``step`` (default: now)."""
@@ -159,7 +159,7 @@ def compute_gradients(network, config: A3CConfig, batch: dict, entropy_coef: tf.
     with tf.GradientTape() as tape:
         loss, metrics = a2c_loss(network, config, batch, entropy_coef, scale)
     grads = tape.gradient(loss, network.trainable_variables)
-    grads, norm, finite = common.clip_and_check(grads, config.max_grad_norm)
+    grads, norm, finite = optimization.clip_and_check(grads, config.max_grad_norm)
     finite = tf.logical_and(finite, tf.math.is_finite(loss))
     metrics = dict(metrics, grad_norm=norm, finite=tf.cast(finite, tf.float32))
     metrics["entropy_coef"] = tf.cast(entropy_coef, tf.float32)

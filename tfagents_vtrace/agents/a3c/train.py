@@ -15,7 +15,7 @@ and ``export_policy``; the rollout length and thread count are the A3C config's 
 ``num_workers``.
 
 Step budget: before each rollout a worker claims its ``t_max * num_envs`` steps from one
-shared :class:`~tfagents_vtrace.agents.common.StepBudget` and stops once ``total_steps``
+shared :class:`~tfagents_vtrace.runtime.step_budget.StepBudget` and stops once ``total_steps``
 are claimed (a rollout dropped by a failed environment gives its claim back), so a run ends
 within one rollout of the target, whatever ``num_workers``:
 ``total_steps <= step < total_steps + t_max * num_envs``.
@@ -28,7 +28,7 @@ go on; when one reaches ``stop_return`` those weights are restored into the glob
 before the final checkpoint and export (``solve_step`` is the global step they were taken
 at). A run directory whose run already ended is not trained again
 (:func:`~tfagents_vtrace.runtime.run_dir.finished_row`); Ctrl-C stops the workers, saves a
-checkpoint and raises :class:`~tfagents_vtrace.runtime.run_dir.RunInterrupted`.
+checkpoint and raises :class:`~tfagents_vtrace.runtime.stop_signals.RunInterrupted`.
 """
 
 from __future__ import annotations
@@ -40,15 +40,17 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
 from tfagents_vtrace.agents.a3c.worker import Worker, WorkerStats
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import checkpointing, config_io, metrics_log, run_dir, stop_signals
 from tfagents_vtrace.runtime.actor import ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
+from tfagents_vtrace.runtime.policies import make_policy
 from tfagents_vtrace.runtime.progress import Progress
+from tfagents_vtrace.runtime.step_budget import StepBudget
 
 
 class A3CTrainer:
@@ -70,7 +72,7 @@ class A3CTrainer:
         agent_name: str = "a3c",
         record_order: bool = False,
     ):
-        common.require_local_backend(run, "A3C")
+        placement.require_local_backend(run, "A3C")
         if not isinstance(config, A3CConfig):
             raise ValueError(f"config: expected an A3CConfig, received {type(config)}")
         self.run_config, self.config, self.logdir = run, config, logdir
@@ -85,12 +87,12 @@ class A3CTrainer:
             total_steps=run.total_steps,
             record_order=record_order,
         )
-        self.checkpointer = run_dir.Checkpointer(logdir, self.learner.checkpoint_items())
-        self.metrics = run_dir.MetricsLog(logdir)
+        self.checkpointer = checkpointing.Checkpointer(logdir, self.learner.checkpoint_items())
+        self.metrics = metrics_log.MetricsLog(logdir)
         self.resumed = self.checkpointer.restore()
         self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
         self.metrics.truncate_after(self.learner.shared.step if self.resumed else -1)
-        run_dir.write_run_config(logdir, agent_name, run, config, network_config)
+        config_io.write_run_config(logdir, agent_name, run, config, network_config)
         self.stats = WorkerStats()
         self.stats.episodes = self.checkpointer.get("episodes") if self.resumed else 0
         self.stop = threading.Event()
@@ -98,7 +100,7 @@ class A3CTrainer:
         if env_factory is not None:
             factory = lambda seed: env_factory(run.num_envs, seed)
         restart = self.learner.shared.step
-        self.budget = common.StepBudget(restart, run.total_steps)
+        self.budget = StepBudget(restart, run.total_steps)
         self.workers = [
             Worker(
                 i,
@@ -125,7 +127,9 @@ class A3CTrainer:
 
     def _make_evaluator(self, network_config) -> Evaluator:
         run = self.run_config
-        return make_evaluator(run, build_network(network_config, run.env_id), self._env_factory)
+        network = build_network(network_config, run.env_id)
+        policy = make_policy(network, run.policy_impl, greedy=True)
+        return make_evaluator(run, policy, self._env_factory)
 
     def wall_time(self) -> float:
         return self.wall_offset + time.time() - self.start_time
@@ -192,7 +196,7 @@ class A3CTrainer:
         last_eval = None
         while any(w.is_alive() for w in self.workers):
             time.sleep(0.02)
-            run_dir.check_stop()
+            stop_signals.check_stop()
             self._check_workers()
             step = shared.step
             progress.update(step, self.stats.returns)
@@ -224,7 +228,7 @@ class A3CTrainer:
 
         A run that already ended at the restored step returns its final row with
         ``already_finished: True`` (no training, no new rows, no export). Ctrl-C: the workers
-        are stopped, a checkpoint is saved and ``run_dir.RunInterrupted`` raised.
+        are stopped, a checkpoint is saved and ``stop_signals.RunInterrupted`` raised.
         """
         step = self.learner.shared.step
         finished = self.resumed and run_dir.finished_row(self.logdir, self.run_config, step)
@@ -235,7 +239,7 @@ class A3CTrainer:
         progress = Progress(self.run_config.total_steps, step)
         self._last_row = (step, time.monotonic())
         try:
-            with run_dir.checkpoint_on_interrupt(self, lambda: self.learner.shared.step):
+            with stop_signals.checkpoint_on_interrupt(self, lambda: self.learner.shared.step):
                 try:
                     for worker in self.workers:
                         worker.start()
@@ -246,7 +250,7 @@ class A3CTrainer:
                         if worker.ident is not None:
                             worker.join(timeout=30)
                     progress.close()
-        except run_dir.RunInterrupted:
+        except stop_signals.RunInterrupted:
             self._close()
             raise
         self._check_workers()
@@ -285,5 +289,5 @@ def train(
     accepted and must be None or single-replica (A3C runs on threads).
     """
     strategy = kwargs.pop("strategy", None)
-    common.require_single_replica(strategy, "A3C")
+    placement.require_single_replica(strategy, "A3C")
     return A3CTrainer(run, agent_config, network_config, logdir, **kwargs).run()

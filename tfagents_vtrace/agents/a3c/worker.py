@@ -21,10 +21,10 @@ import threading
 
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents import batching
 from tfagents_vtrace.agents.a3c.shared import A3CLearner, compute_gradients, finish_update
-from tfagents_vtrace.agents.common import StepBudget
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec
+from tfagents_vtrace.runtime.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Worker(threading.Thread):
         self.steps = 0
         self.updates = 0
         self.error: BaseException | None = None
-        self._grads = common.BatchFunction(self._grads_fn)
+        self._grads = batching.BatchFunction(self._grads_fn)
 
     def _grads_fn(self, batch: dict, entropy_coef: tf.Tensor):
         return compute_gradients(self.network, self.learner.config, batch, entropy_coef)

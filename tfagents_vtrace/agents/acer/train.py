@@ -11,8 +11,9 @@ Wang et al. 2016, https://arxiv.org/abs/1611.01224 (Algorithm 1). Each iteration
 * ``num_workers = N``: N worker threads (as A3C), each with its environments and a local
   network copy; they compute gradients locally and apply them to the global network and its
   average under the learner's lock; they share one replay. Each iteration's
-  ``t_max * num_envs`` steps are claimed from one :class:`~tfagents_vtrace.agents.common.StepBudget`
-  first, so the run ends within one iteration of ``total_steps``.
+  ``t_max * num_envs`` steps are claimed from one
+  :class:`~tfagents_vtrace.runtime.step_budget.StepBudget` first, so the run ends within one
+  iteration of ``total_steps``.
 
 The calling thread writes metrics rows (``DIR/metrics.jsonl``: losses and the ACER
 statistics ``average_value``, ``average_entropy``, ``average_kl``), runs the greedy
@@ -22,7 +23,8 @@ evaluation every ``eval_every`` steps, checkpoints, stops at ``total_steps`` or
 Every row, the last one included, is also shown by the progress display. A run directory
 whose run already ended is not trained again
 (:func:`~tfagents_vtrace.runtime.run_dir.finished_row`); Ctrl-C stops the workers, saves a
-checkpoint (with the replay) and raises :class:`~tfagents_vtrace.runtime.run_dir.RunInterrupted`.
+checkpoint (with the replay) and raises
+:class:`~tfagents_vtrace.runtime.stop_signals.RunInterrupted`.
 """
 
 from __future__ import annotations
@@ -35,17 +37,18 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
-from tfagents_vtrace.agents.common import StepBudget
 from tfagents_vtrace.replay import storage
 from tfagents_vtrace.replay.episodic import EpisodicReplay
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import checkpointing, config_io, metrics_log, run_dir, stop_signals
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.evaluation import make_evaluator
+from tfagents_vtrace.runtime.policies import make_policy
 from tfagents_vtrace.runtime.progress import Progress
+from tfagents_vtrace.runtime.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +70,7 @@ class AcerTrainer:
         env_factory=None,
         agent_name: str = "acer",
     ):
-        common.require_local_backend(run, "ACER")
+        placement.require_local_backend(run, "ACER")
         if not isinstance(config, AcerConfig):
             raise ValueError(f"config: expected an AcerConfig, received {type(config)}")
         self.run_config, self.config, self.logdir = run, config, logdir
@@ -81,8 +84,8 @@ class AcerTrainer:
         self.learner = AcerLearner(
             config, self._build_network, total_updates=iters * max(per_iter, 1)
         )
-        self.checkpointer = run_dir.Checkpointer(logdir, self.learner.checkpoint_items())
-        self.metrics = run_dir.MetricsLog(logdir)
+        self.checkpointer = checkpointing.Checkpointer(logdir, self.learner.checkpoint_items())
+        self.metrics = metrics_log.MetricsLog(logdir)
         self.replay = EpisodicReplay(config.replay_capacity)
         self.resumed = self.checkpointer.restore()
         self.env_steps = self.checkpointer.get("env_steps") if self.resumed else 0
@@ -90,13 +93,14 @@ class AcerTrainer:
         self.wall_offset = self.checkpointer.get("wall_time") if self.resumed else 0.0
         self.replay_restored = self._restore_replay() if self.resumed else 0
         self.metrics.truncate_after(self.env_steps if self.resumed else -1)
-        run_dir.write_run_config(logdir, agent_name, run, config, network_config)
+        config_io.write_run_config(logdir, agent_name, run, config, network_config)
         self.rng = np.random.default_rng(run.seed + 7919 * self.env_steps)
         self.returns: list[float] = []
         self.lengths: list[float] = []
         self.last_metrics: dict[str, float] = {}
         self.stats_lock = threading.Lock()
-        self.evaluator = make_evaluator(run, self._build_network(), env_factory)
+        policy = make_policy(self._build_network(), run.policy_impl, greedy=True)
+        self.evaluator = make_evaluator(run, policy, env_factory)
         self._zero_states: dict[int, tuple] = {}
 
     # ------------------------------------------------------------------ construction
@@ -248,7 +252,7 @@ class AcerTrainer:
         actor = Actor(self._spec(0), 0, self.learner.network, self._actor_factory())
         try:
             while self.env_steps < self.run_config.total_steps:
-                run_dir.check_stop()
+                stop_signals.check_stop()
                 self.iterate(actor, 0, self.learner.train_step)
                 self.env_steps += self.steps_per_iter
                 if self._bookkeeping(state, progress):
@@ -267,7 +271,7 @@ class AcerTrainer:
             seen = self.env_steps
             while any(w.is_alive() for w in workers):
                 time.sleep(0.02)
-                run_dir.check_stop()
+                stop_signals.check_stop()
                 errors = [w.error for w in workers if w.error is not None]
                 if errors:
                     raise RuntimeError(f"ACER worker failed: {errors[0]!r}") from errors[0]
@@ -285,7 +289,7 @@ class AcerTrainer:
 
         A run that already ended at the restored step returns its final row with
         ``already_finished: True`` (no training, no new rows, no export). Ctrl-C: the workers
-        are stopped, a checkpoint is saved and ``run_dir.RunInterrupted`` raised.
+        are stopped, a checkpoint is saved and ``stop_signals.RunInterrupted`` raised.
         """
         run = self.run_config
         finished = self.resumed and run_dir.finished_row(self.logdir, run, self.env_steps)
@@ -305,7 +309,7 @@ class AcerTrainer:
             "eval_weights": None,
         }
         try:
-            with run_dir.checkpoint_on_interrupt(self, lambda: self.env_steps):
+            with stop_signals.checkpoint_on_interrupt(self, lambda: self.env_steps):
                 try:
                     if self.config.num_workers == 0:
                         self._sync_loop(state, progress)
@@ -313,7 +317,7 @@ class AcerTrainer:
                         self._async_loop(state, progress)
                 finally:
                     progress.close()
-        except run_dir.RunInterrupted:
+        except stop_signals.RunInterrupted:
             self.evaluator.close()
             raise
         return self._finish(state, progress)
@@ -393,5 +397,5 @@ def train(run: RunConfig, agent_config: AcerConfig, network_config, logdir: str,
     ``agent_name``; ``strategy`` must be None or single-replica.
     """
     strategy = kwargs.pop("strategy", None)
-    common.require_single_replica(strategy, "ACER")
+    placement.require_single_replica(strategy, "ACER")
     return AcerTrainer(run, agent_config, network_config, logdir, **kwargs).run()

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents.common import clip_and_check
+from tfagents_vtrace.agents.optimization import clip_and_check
 from tfagents_vtrace.agents.taac import loss as taac_loss
 from tfagents_vtrace.agents.taac.config import TaacConfig
 from tfagents_vtrace.agents.taac.networks import (

@@ -22,7 +22,7 @@ also shown by the progress display, and ``sps`` counts the steps since the previ
 
 A run directory whose run already ended is not trained again
 (:func:`~tfagents_vtrace.runtime.run_dir.finished_row`); Ctrl-C saves a checkpoint (with the
-replay) and raises :class:`~tfagents_vtrace.runtime.run_dir.RunInterrupted`.
+replay) and raises :class:`~tfagents_vtrace.runtime.stop_signals.RunInterrupted`.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.taac.config import TaacConfig
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy
 from tfagents_vtrace.replay.sequence import SequenceReplay
 from tfagents_vtrace.replay.storage import latest_replay_path, prune_replays, replay_path
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import checkpointing, config_io, metrics_log, run_dir, stop_signals
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.progress import Progress
 
@@ -97,7 +97,7 @@ class TaacTrainer:
         agent_name: str = "taac",
         network_config=None,
     ):
-        common.require_local_backend(run, "TAAC")
+        placement.require_local_backend(run, "TAAC")
         if not isinstance(config, TaacConfig):
             raise ValueError(f"config: expected a TaacConfig, received {type(config)}")
         self.run_config, self.config, self.logdir = run, config, logdir
@@ -125,7 +125,7 @@ class TaacTrainer:
             run.num_envs,
             config.replay_capacity,
         )
-        self.checkpointer = run_dir.Checkpointer(logdir, self.learner.checkpoint_items())
+        self.checkpointer = checkpointing.Checkpointer(logdir, self.learner.checkpoint_items())
         self.resumed = self.checkpointer.restore()
         self.step = self.checkpointer.get("env_steps") if self.resumed else 0
         self.episodes = self.checkpointer.get("episodes") if self.resumed else 0
@@ -134,9 +134,9 @@ class TaacTrainer:
             path = latest_replay_path(logdir, self.step)
             if path is not None:
                 self.replay.load(path)
-        self.metrics = run_dir.MetricsLog(logdir)
+        self.metrics = metrics_log.MetricsLog(logdir)
         self.metrics.truncate_after(self.step if self.resumed else -1)
-        run_dir.write_run_config(logdir, agent_name, run, config, network_config)
+        config_io.write_run_config(logdir, agent_name, run, config, network_config)
         low, high = space.low.reshape(-1), space.high.reshape(-1)
         restart = int(self.step)
         self.policy = TaacPolicy(self.learner, False, low, high, seed=run.seed + 7919 * restart)
@@ -236,7 +236,7 @@ class TaacTrainer:
 
         A run that already ended at the restored step returns its final row with
         ``already_finished: True`` (no training, no new rows, no export). Ctrl-C: a
-        checkpoint is saved and ``run_dir.RunInterrupted`` raised.
+        checkpoint is saved and ``stop_signals.RunInterrupted`` raised.
         """
         finished = self.resumed and run_dir.finished_row(self.logdir, self.run_config, self.step)
         if finished:
@@ -246,12 +246,12 @@ class TaacTrainer:
         progress = Progress(self.run_config.total_steps, self.step)
         self._last_row = (self.step, time.monotonic())
         try:
-            with run_dir.checkpoint_on_interrupt(self, lambda: self.step):
+            with stop_signals.checkpoint_on_interrupt(self, lambda: self.step):
                 try:
                     loop = self._loop(progress)
                 finally:
                     progress.close()
-        except run_dir.RunInterrupted:
+        except stop_signals.RunInterrupted:
             self._close()
             raise
         return self._finish(*loop, progress)
@@ -273,7 +273,7 @@ class TaacTrainer:
         window = {"steps": 0, "starts": 0}
         learn, last_eval, solved_wall, iteration = {}, None, None, 0
         while self.step < run.total_steps:
-            run_dir.check_stop()
+            stop_signals.check_stop()
             self._collect(roll, self.step < cfg.initial_collect_steps, returns, window)
             iteration += 1
             if (
@@ -349,5 +349,5 @@ def train(run: RunConfig, agent_config: TaacConfig, network_config, logdir: str,
     ``agent_name``; ``strategy`` must be None or single-replica.
     """
     strategy = kwargs.pop("strategy", None)
-    common.require_single_replica(strategy, "TAAC")
+    placement.require_single_replica(strategy, "TAAC")
     return TaacTrainer(run, agent_config, logdir, network_config=network_config, **kwargs).run()
