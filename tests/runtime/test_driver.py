@@ -117,10 +117,16 @@ def _setup(agent: str, total_steps: int, **run_kw):
     max_bad = kw.pop("max_nonfinite_updates", 10)
     if agent in ("impala", "a2c"):
         return module, module.Config(max_nonfinite_updates=max_bad), NET, RunConfig(**kw)
+    if agent == "taac":
+        config = module.Config(actor_hidden_sizes=(8,), critic_hidden_sizes=(8,),
+                               mini_batch_size=4, mini_batch_length=2, jit_compile=False,
+                               initial_collect_steps=10, train_interval=2,
+                               max_nonfinite_updates=max_bad)  # fmt: skip
+        return module, config, None, RunConfig(env_id="Pendulum-v1", **kw)
     raise ValueError(agent)
 
 
-AGENTS = ["fake", "impala", "a2c"]
+AGENTS = ["fake", "impala", "a2c", "taac"]
 
 
 def _driver(agent, logdir, total_steps, **kw):
@@ -250,17 +256,30 @@ def test_rows_and_final_row_have_the_same_fields_for_every_agent(tmp_path, agent
     assert again["already_finished"] and read_metrics(str(tmp_path)) == rows
 
 
-def test_extra_state_is_archived_before_its_checkpoint_and_restored(tmp_path, caplog):
-    driver = _driver("fake", tmp_path, 100)
+@pytest.mark.parametrize("agent", [a for a in AGENTS if a not in ("impala", "a2c")])
+def test_extra_state_is_archived_before_its_checkpoint_and_restored(tmp_path, caplog, agent):
+    driver = _driver(agent, tmp_path, 100)
+    order, save = [], driver.agent.extra_state.save
+    driver.agent.extra_state.save = lambda path: order.append("replay") or save(path)
+    driver.checkpointer.manager.save = _before(order, driver.checkpointer.manager.save)
     final = driver.run()
+    assert order[:2] == ["replay", "checkpoint"] and order == ["replay", "checkpoint"] * 2
     archive = storage.replay_path(str(tmp_path), final["step"])
-    assert os.path.exists(archive) and final["replay_size"] == 10
-    resumed = _driver("fake", tmp_path, 200)
-    assert resumed.extra_restored == 10 and len(resumed.agent.extra_state) == 10
+    assert os.path.exists(archive) and final["replay_size"] == len(driver.agent.extra_state) > 0
+    resumed = _driver(agent, tmp_path, 200)
+    assert resumed.extra_restored == final["replay_size"] == len(resumed.agent.extra_state)
     os.remove(archive)
     with caplog.at_level("WARNING"):
-        missing = _driver("fake", tmp_path, 200)
+        missing = _driver(agent, tmp_path, 200)
     assert missing.extra_restored == 0 and "no replay archive" in caplog.text
+
+
+def _before(order, save):
+    def checkpoint(*args, **kwargs):
+        order.append("checkpoint")
+        return save(*args, **kwargs)
+
+    return checkpoint
 
 
 def test_final_json_is_strict_json(tmp_path):

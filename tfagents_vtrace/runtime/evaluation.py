@@ -19,7 +19,9 @@ class Evaluator:
 
     Args:
       env_factory: ``(num_envs, seed) -> VectorEnv`` (NEXT_STEP autoreset).
-      policy: a greedy acting policy (:mod:`tfagents_vtrace.runtime.policies`).
+      policy: a greedy acting policy (:mod:`tfagents_vtrace.runtime.policies`); when it has
+        ``episode_stats`` (``reset()``, ``add(info, first, running)`` per step, ``fields()``),
+        the rows gain its fields (e.g. TAAC's ``eval_repeat_length``).
       num_episodes: environments, hence episodes, per evaluation.
       seed: seed of the first evaluation; evaluation ``k`` uses ``seed + k``.
       max_steps: safety cap on the steps of one evaluation.
@@ -76,8 +78,13 @@ class Evaluator:
         returns = np.zeros(n, np.float64)
         lengths = np.zeros(n, np.int64)
         running = np.ones(n, bool)
+        stats = getattr(self.policy, "episode_stats", None)  # the policy's own fields
+        if stats is not None:
+            stats.reset()
         for _ in range(self.max_steps):
-            action, _, state = self.policy.step(obs, first, prev_action, prev_reward, state)
+            action, info, state = self.policy.step(obs, first, prev_action, prev_reward, state)
+            if stats is not None:
+                stats.add(info, first, running)
             obs, reward, terminated, truncated, _ = self._env.step(action)
             returns += np.where(running, reward, 0.0)
             lengths += running
@@ -91,6 +98,7 @@ class Evaluator:
             "eval_return": float(returns.mean()),
             "eval_return_min": float(returns.min()),
             "eval_length": float(lengths.mean()),
+            **(stats.fields() if stats is not None else {}),
         }
 
     def close(self) -> None:
