@@ -93,11 +93,8 @@ def main(argv) -> None:
     except gymnasium.error.Error as e:
         fail(f"--env: {FLAGS.env}: {e}")
     kwargs = dict(strategy=strategy, start_time=START_TIME, agent_name=FLAGS.agent)
-    try:
-        if hasattr(agent, "train"):  # agents that drive their own loop (A3C's worker threads)
-            final = agent.train(run_config, agent_config, network_config, FLAGS.logdir, **kwargs)
-        else:
-            final = train(run_config, agent, agent_config, network_config, FLAGS.logdir, **kwargs)
+    try:  # the run driver, whatever the agent
+        final = train(run_config, agent, agent_config, network_config, FLAGS.logdir, **kwargs)
     except stop_signals.RunInterrupted as e:
         print(f"{e}; run the same command to resume.", file=sys.stderr, flush=True)
         sys.exit(130)

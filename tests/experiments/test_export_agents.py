@@ -29,7 +29,7 @@ def _short_run(agent: str, logdir: str) -> None:
     if agent == "a2c":
         train(run, module, module.Config(), NET, logdir)
     elif agent == "a3c":
-        module.train(run, module.Config(num_workers=2, t_max=5), NET, logdir)
+        train(run, module, module.Config(num_workers=2, t_max=5), NET, logdir)
     else:
         cfg = module.Config(t_max=5, replay_start_size=10, n_times_replay=1)
         train(run, module, cfg, module.network_config_for(NET, cfg, "CartPole-v1"), logdir)

@@ -129,10 +129,13 @@ def _setup(agent: str, total_steps: int, **run_kw):
                                num_workers=workers, max_nonfinite_updates=max_bad)  # fmt: skip
         net = module.network_config_for(NET, config, "CartPole-v1")
         return module, config, net, RunConfig(**kw)
+    if agent == "a3c":
+        config = module.Config(num_workers=2, t_max=5, max_nonfinite_updates=max_bad)
+        return module, config, NET, RunConfig(**kw)
     raise ValueError(agent)
 
 
-AGENTS = ["fake", "impala", "a2c", "taac", "acer", "acer_workers"]
+AGENTS = ["fake", "impala", "a2c", "taac", "acer", "acer_workers", "a3c"]
 
 
 def _driver(agent, logdir, total_steps, **kw):
@@ -267,7 +270,7 @@ def test_rows_and_final_row_have_the_same_fields_for_every_agent(tmp_path, agent
     assert again["already_finished"] and read_metrics(str(tmp_path)) == rows
 
 
-@pytest.mark.parametrize("agent", [a for a in AGENTS if a not in ("impala", "a2c")])
+@pytest.mark.parametrize("agent", ["fake", "taac", "acer", "acer_workers"])  # with a replay
 def test_extra_state_is_archived_before_its_checkpoint_and_restored(tmp_path, caplog, agent):
     driver = _driver(agent, tmp_path, 100)
     order, save = [], driver.agent.extra_state.save

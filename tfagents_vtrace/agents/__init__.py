@@ -11,8 +11,6 @@ An agent module (e.g. :mod:`tfagents_vtrace.agents.impala`) exposes
   process shape: A3C's workers, ACER's replay, TAAC's per-step updates); without it the
   driver runs the actor-learner of its ``Learner``
   (:class:`~tfagents_vtrace.runtime.actor_learner.ActorLearner`);
-* optionally ``train(run_config, agent_config, network_config, logdir, **kwargs) -> dict``:
-  the agent drives its own loop (agents not yet on the driver);
 * optionally ``export_run(logdir, path, overwrite=False) -> str``: exports the policy of a
   run directory when it is not the actor-critic network (TAAC);
 * ``Learner``: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with

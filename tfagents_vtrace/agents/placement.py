@@ -21,3 +21,15 @@ def require_local_backend(run, agent_name: str) -> None:
             f"backend: {agent_name} acts in the training process, expected 'local', "
             f"received {run.backend!r} (--backend=ray serves the IMPALA and A2C runtime)"
         )
+
+
+def check_local_agent(run, strategy, config, config_type: type, agent_name: str) -> None:
+    """The checks of an agent that acts in the training process on one replica (A3C, ACER,
+    TAAC): ``config`` is a ``config_type`` (ValueError naming ``config``), then
+    :func:`require_local_backend` and :func:`require_single_replica`."""
+    if not isinstance(config, config_type):
+        raise ValueError(
+            f"config: expected a {config_type.__name__}, received {type(config).__name__}"
+        )
+    require_local_backend(run, agent_name)
+    require_single_replica(strategy, agent_name)

@@ -158,7 +158,7 @@ class Driver:
         write_config(self.logdir, config)
         self.extra_restored = self._restore_extra() if self.resumed else 0
         self._metrics: dict = {}
-        self._eval_seconds, self._eval_weights = 0.0, None
+        self._eval_seconds, self.eval_weights = 0.0, None
         self._row_step, self._row_time = self.counters.env_steps, time.monotonic()
 
     # ------------------------------------------------------------------ checkpoints
@@ -221,7 +221,7 @@ class Driver:
                     progress.close()
             sps = (counters.env_steps - start_steps) / max(time.monotonic() - start, 1e-9)
             if solved_wall is not None:  # keep (and export) the weights that reached it
-                self.agent.set_weights(self._eval_weights)
+                self.agent.set_weights(self.eval_weights)
             elif last_eval is None or last_eval["step"] != counters.env_steps:
                 last_eval = self._evaluate(evaluator)
                 self._write_row(last_eval, progress)
@@ -273,8 +273,8 @@ class Driver:
         """Greedy evaluation of a copy of the weights (kept: a solving one is restored)."""
         start = time.perf_counter()
         with self.agent.lock:
-            self._eval_weights, step = self.agent.get_weights(), self.counters.env_steps
-        evaluator.set_weights(self._eval_weights)
+            self.eval_weights, step = self.agent.get_weights(), self.counters.env_steps
+        evaluator.set_weights(self.eval_weights)
         row = evaluator.run()
         row.update(step=int(step), wall_time=round(self.counters.wall_time(), 3))
         self._eval_seconds += time.perf_counter() - start

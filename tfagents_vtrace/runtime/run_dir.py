@@ -26,66 +26,13 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from tfagents_vtrace.runtime.checkpointing import has_checkpoint
-from tfagents_vtrace.runtime.config_io import read_config, write_config
+from tfagents_vtrace.runtime.config_io import read_config
 from tfagents_vtrace.runtime.run_lock import LOCK_NAME
 
-
 # ---------------------------------------------------------------- starting and stopping runs
-def finish_run(
-    trainer,
-    network,
-    last_eval: dict,
-    solved_wall: float | None,
-    step: int,
-    *,
-    export: Callable[[str], None] | None = None,
-    **extra,
-) -> dict:
-    """Ends ``trainer``'s run (the trainers not yet on :mod:`~tfagents_vtrace.runtime.driver`,
-    which ends the others); returns the final row.
-
-    Saves a last checkpoint, exports the policy to ``LOGDIR/policy`` when
-    ``run_config.export_policy`` asks for it (``export(path)`` when given, else
-    :func:`tfagents_vtrace.export.export_policy` of ``network``, overwriting) and closes the
-    metrics file (a ``policy/`` that is not a SavedModel, the run's own export cut by a kill,
-    is replaced). ``trainer`` has ``save()``, ``wall_time()``, ``metrics``, ``run_config``
-    and ``logdir``; ``last_eval`` is the newest evaluation row (``step``, ``eval_return``);
-    ``solved_wall`` the wall time at which ``stop_return`` was reached, or None. The row
-    holds ``final``, ``step``, ``wall_time``, ``train_wall_time`` (before the export),
-    ``solve_wall_time``, ``solve_step`` and ``eval_return``, then ``extra`` in order.
-    """
-    trainer.save()
-    train_wall = trainer.wall_time()
-    if trainer.run_config.export_policy:
-        path = os.path.join(trainer.logdir, "policy")
-        partial = os.path.isdir(path) and not os.path.islink(path) and os.listdir(path)
-        if partial and not os.path.isfile(os.path.join(path, "saved_model.pb")):
-            shutil.rmtree(path)  # the run's own export, cut by a kill before atomic export
-        if export is not None:
-            export(path)
-        else:
-            from tfagents_vtrace.export import export_policy
-
-            export_policy(network, path, overwrite=True)
-    trainer.metrics.close()
-    final = {
-        "final": True,
-        "step": int(step),
-        "wall_time": round(trainer.wall_time(), 3),
-        "train_wall_time": round(train_wall, 3),
-        "solve_wall_time": solved_wall,
-        "solve_step": last_eval["step"] if solved_wall is not None else None,
-        "eval_return": last_eval["eval_return"],
-        **extra,
-    }
-    write_config(trainer.logdir, final, name="final.json")
-    return final
-
-
 # Entries a run writes into its directory, as glob patterns (``prepare_logdir(overwrite=True)``
 # removes them from a run's directory).
 _RUN_ENTRIES = (

@@ -38,10 +38,7 @@ class AcerAgent:
     VectorEnv``."""
 
     def __init__(self, run, config, network_config, strategy=None, env_factory=None):
-        placement.require_local_backend(run, "ACER")
-        placement.require_single_replica(strategy, "ACER")
-        if not isinstance(config, AcerConfig):
-            raise ValueError(f"config: expected an AcerConfig, received {type(config)}")
+        placement.check_local_agent(run, strategy, config, AcerConfig, "ACER")
         tf.keras.utils.set_random_seed(run.seed)
         self.run_config, self.config, self.network_config = run, config, network_config
         self.env_factory = env_factory

@@ -57,10 +57,7 @@ class TaacAgent:
     lock = contextlib.nullcontext()
 
     def __init__(self, run, config, network_config=None, strategy=None, env_factory=None):
-        placement.require_local_backend(run, "TAAC")
-        placement.require_single_replica(strategy, "TAAC")
-        if not isinstance(config, TaacConfig):
-            raise ValueError(f"config: expected a TaacConfig, received {type(config)}")
+        placement.check_local_agent(run, strategy, config, TaacConfig, "TAAC")
         tf.keras.utils.set_random_seed(run.seed)
         self.run_config, self.config = run, config
         self.max_nonfinite_updates = config.max_nonfinite_updates
