@@ -27,9 +27,12 @@ import time
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [REPO, os.path.join(REPO, "benchmarks")]
-
+_BENCH = os.path.join(REPO, "benchmarks")
+sys.path[:0] = [REPO, _BENCH]
 import baselines  # noqa: E402
+
+# benchmarks/ leaves sys.path again: on it, benchmarks/minatar.py shadows the minatar package.
+sys.path.remove(_BENCH)
 
 from tfagents_vtrace.envs import (  # noqa: E402
     BANDIT_IDS,

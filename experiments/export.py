@@ -39,7 +39,7 @@ def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
 
     Raises:
       FlagError: ``logdir`` is not a directory or lacks ``config.json`` or a checkpoint
-        (``run_dir.has_checkpoint``); ``output`` is a file, a symbolic link or a non-empty
+        (``checkpointing.has_checkpoint``); ``output`` is a file, a symbolic link or a non-empty
         directory that is not a SavedModel (even with ``overwrite``: export replaces only a
         SavedModel); or ``output`` is a SavedModel and ``overwrite`` is False.
     """
@@ -47,7 +47,7 @@ def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
         raise FlagError("logdir", f"no such directory: {logdir}")
     if not os.path.isfile(os.path.join(logdir, "config.json")):
         raise FlagError("logdir", f"no config.json in {logdir} (not an experiments.train run)")
-    from tfagents_vtrace.runtime.run_dir import has_checkpoint  # no TensorFlow import
+    from tfagents_vtrace.runtime.checkpointing import has_checkpoint  # no TensorFlow import
 
     if not has_checkpoint(logdir):
         raise FlagError("logdir", f"no checkpoint in {os.path.join(logdir, 'checkpoints')}")
@@ -71,7 +71,8 @@ def main(argv) -> None:
     output = check_flags(FLAGS.logdir, FLAGS.output, FLAGS.overwrite)
     from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.export import export_policy
-    from tfagents_vtrace.runtime.run_dir import read_config, read_env_id, restore_network
+    from tfagents_vtrace.runtime.checkpointing import restore_network
+    from tfagents_vtrace.runtime.config_io import read_config, read_env_id
 
     with flag_error_from("logdir", ValueError):  # config.json is data: a registered env id
         config = read_config(FLAGS.logdir)

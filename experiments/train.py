@@ -62,15 +62,15 @@ def main(argv) -> None:
     import gymnasium
 
     import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
-    from tfagents_vtrace.runtime import run_dir
-    from tfagents_vtrace.runtime.loop import train
+    from tfagents_vtrace.runtime import config_io, run_dir, stop_signals
+    from tfagents_vtrace.runtime.driver import train
     from tfagents_vtrace.runtime.run_lock import RunLock
     from tfagents_vtrace.runtime.strategy import make_strategy, worker_role
 
     def stop(signum, frame) -> None:  # the loops stop between two steps and save
-        if run_dir.stop_requested():
+        if stop_signals.stop_requested():
             raise KeyboardInterrupt  # a second Ctrl-C: stop at once
-        run_dir.request_stop()
+        stop_signals.request_stop()
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)  # a cluster's preemption saves like Ctrl-C
@@ -84,7 +84,7 @@ def main(argv) -> None:
     try:
         agent, agent_config, network_config, run_config = common.configs_from_flags()
         strategy = make_strategy(FLAGS.strategy)
-        config = run_dir.run_config_dict(FLAGS.agent, run_config, agent_config, network_config)
+        config = config_io.run_config_dict(FLAGS.agent, run_config, agent_config, network_config)
         if worker_role(strategy).is_chief:  # the others write elsewhere (multi_worker)
             lock.acquire()  # before anything in the directory is checked or written
             run_dir.prepare_logdir(FLAGS.logdir, config, overwrite=FLAGS.overwrite)
@@ -93,12 +93,9 @@ def main(argv) -> None:
     except gymnasium.error.Error as e:
         fail(f"--env: {FLAGS.env}: {e}")
     kwargs = dict(strategy=strategy, start_time=START_TIME, agent_name=FLAGS.agent)
-    try:
-        if hasattr(agent, "train"):  # agents that drive their own loop (A3C's worker threads)
-            final = agent.train(run_config, agent_config, network_config, FLAGS.logdir, **kwargs)
-        else:
-            final = train(run_config, agent, agent_config, network_config, FLAGS.logdir, **kwargs)
-    except run_dir.RunInterrupted as e:
+    try:  # the run driver, whatever the agent
+        final = train(run_config, agent, agent_config, network_config, FLAGS.logdir, **kwargs)
+    except stop_signals.RunInterrupted as e:
         print(f"{e}; run the same command to resume.", file=sys.stderr, flush=True)
         sys.exit(130)
     except gymnasium.error.Error as e:
@@ -110,7 +107,7 @@ def main(argv) -> None:
             file=sys.stderr,
             flush=True,
         )
-    print(run_dir.dumps(final), flush=True)  # strict JSON: null for NaN / inf
+    print(config_io.dumps(final), flush=True)  # strict JSON: null for NaN / inf
 
 
 if __name__ == "__main__":

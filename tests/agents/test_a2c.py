@@ -139,7 +139,7 @@ def test_non_finite_batch_skips_the_update(rng):
 def test_registered_a2c_trains_on_policy_through_the_runtime(tmp_path):
     import tfagents_vtrace.envs  # noqa: F401
     from tfagents_vtrace.runtime.config import RunConfig
-    from tfagents_vtrace.runtime.loop import train
+    from tfagents_vtrace.runtime.driver import train
 
     register_agent("a2c", "tfagents_vtrace.agents.a2c")
     agent = get_agent("a2c")

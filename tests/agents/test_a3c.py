@@ -10,9 +10,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfagents_vtrace.agents.a3c import A3CConfig, A3CTrainer, SharedOptimizer, train
+from tfagents_vtrace.agents import get_agent
+from tfagents_vtrace.agents.a3c import A3CConfig, SharedOptimizer
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime.config import RunConfig
+from tfagents_vtrace.runtime.driver import make_driver
+
+A3C = get_agent("a3c")
+
+
+def A3CTrainer(run, config, net, logdir, **kwargs):  # noqa: N802 - the old trainer's name
+    return make_driver(run, A3C, config, net, logdir, **kwargs)
+
+
+def train(run, config, net, logdir):
+    return A3CTrainer(run, config, net, logdir).run()
 
 
 @pytest.mark.parametrize("field,value", [("num_workers", 0), ("t_max", 0), ("gae_lambda", -1)])
@@ -56,12 +68,12 @@ def test_workers_interleave_and_global_step_is_the_sum_of_worker_steps(tmp_path)
         run, config, NetworkConfig(hidden_sizes=(16,)), str(tmp_path), record_order=True
     )
     final = trainer.run()
-    shared = trainer.learner.shared
-    worker_steps = [w.steps for w in trainer.workers]
+    shared = trainer.agent.learner.shared
+    worker_steps = [w.steps for w in trainer.agent.workers]
     assert final["worker_steps"] == worker_steps
     assert shared.step == sum(worker_steps) == final["step"] >= run.total_steps
     assert shared.step - run.total_steps < 10  # overshoot < one rollout (t_max * num_envs)
-    assert shared.updates == sum(w.updates for w in trainer.workers) == len(shared.order)
+    assert shared.updates == sum(w.updates for w in trainer.agent.workers) == len(shared.order)
     order = shared.order
     for i in range(config.num_workers):  # every worker updated while the others did
         mine = [j for j, c in enumerate(order) if c == i]
@@ -70,8 +82,8 @@ def test_workers_interleave_and_global_step_is_the_sum_of_worker_steps(tmp_path)
     switches = sum(a != b for a, b in zip(order, order[1:]))
     assert switches >= config.num_workers
     # The entropy weight is annealed over the global step and hits its end value.
-    assert trainer.learner.entropy_coef(run.total_steps) == 0.0
-    assert trainer.learner.entropy_coef(run.total_steps // 2) == pytest.approx(0.025)
+    assert trainer.agent.learner.entropy_coef(run.total_steps) == 0.0
+    assert trainer.agent.learner.entropy_coef(run.total_steps // 2) == pytest.approx(0.025)
     rows = [json.loads(line) for line in open(os.path.join(tmp_path, "metrics.jsonl"))]
     assert rows[-1]["step"] == final["step"] and "eval_return" in rows[-1]
 
@@ -107,12 +119,11 @@ def test_stop_return_keeps_the_evaluated_weights(tmp_path):
     final = trainer.run()
     assert final["solve_wall_time"] is not None and 200 <= final["solve_step"] <= final["step"]
     assert final["step"] < 2_000  # the workers stopped soon after the solving evaluation
-    for a, b in zip(trainer.learner.network.get_weights(), trainer.eval_weights):
+    for a, b in zip(trainer.agent.learner.network.get_weights(), trainer.eval_weights):
         np.testing.assert_array_equal(a, b)  # continued updates were rolled back
 
 
 def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
-    from tfagents_vtrace.agents.a3c import A3CConfig, A3CTrainer
     from tfagents_vtrace.networks import NetworkConfig
     from tfagents_vtrace.runtime.config import RunConfig
 
@@ -125,25 +136,25 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
     """Ctrl-C (a KeyboardInterrupt in the watching thread) stops the workers and saves;
     re-running resumes and ends within one rollout of total_steps; a third run is a no-op."""
     import tfagents_vtrace.envs  # noqa: F401
-    from tfagents_vtrace.runtime import run_dir
+    from tfagents_vtrace.runtime import metrics_log, stop_signals
 
     # 2 workers x (t_max 5 x 2 envs): 10-step rollouts; 605 is not a multiple of 10.
     run = RunConfig(env_id="CartPole-v1", total_steps=605, num_envs=2, eval_episodes=2,
                     export_policy=False, log_every_s=0.05)  # fmt: skip
     config, net = A3CConfig(num_workers=2, t_max=5), NetworkConfig(hidden_sizes=(8,))
     trainer = A3CTrainer(run, config, net, str(tmp_path))
-    check = trainer._check_workers
+    advance = trainer.agent.advance
 
     def interrupt_after_100_steps():
-        check()
-        if trainer.learner.shared.step >= 100:
+        if trainer.agent.learner.shared.step >= 100:
             raise KeyboardInterrupt
+        return advance()
 
-    trainer._check_workers = interrupt_after_100_steps
-    with pytest.raises(run_dir.RunInterrupted) as caught:
+    trainer.agent.advance = interrupt_after_100_steps
+    with pytest.raises(stop_signals.RunInterrupted) as caught:
         trainer.run()
-    assert not any(w.is_alive() for w in trainer.workers)
-    step = trainer.learner.shared.step
+    assert not any(t.is_alive() for t in trainer.agent.pool.threads)
+    step = trainer.agent.learner.shared.step
     assert caught.value.step == step and 100 <= step < run.total_steps
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith(f"ckpt-{step}")
     capsys.readouterr()
@@ -152,7 +163,7 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
     assert final["resumed"] and sum(final["worker_steps"]) == final["step"] - step
     # Rollouts are claimed from the budget: the total stops within one rollout (10 steps).
     assert run.total_steps <= final["step"] < run.total_steps + 10
-    rows = run_dir.read_metrics(str(tmp_path))
+    rows = metrics_log.read_metrics(str(tmp_path))
     steps = [r["step"] for r in rows]
     assert steps == sorted(set(steps)) and steps[-1] == final["step"] and steps[0] > 0
     assert all(r["sps"] > 0 for r in rows)  # a row only after the global step moved
@@ -161,4 +172,32 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
 
     again = train(run, config, net, str(tmp_path))
     assert again["already_finished"] and again["step"] == final["step"]
-    assert run_dir.read_metrics(str(tmp_path)) == rows
+    assert metrics_log.read_metrics(str(tmp_path)) == rows
+
+
+def test_checkpoints_are_written_under_the_shared_lock(tmp_path):
+    """A3C saved while workers applied updates, without the lock: a torn checkpoint."""
+    import tfagents_vtrace.envs  # noqa: F401
+
+    run = RunConfig(env_id="CartPole-v1", total_steps=300, num_envs=2, eval_episodes=1,
+                    export_policy=False, checkpoint_every_s=0.05)  # fmt: skip
+    trainer = A3CTrainer(run, A3CConfig(num_workers=2, t_max=5), NetworkConfig(hidden_sizes=(8,)),
+                         str(tmp_path))  # fmt: skip
+    lock, held = trainer.agent.learner.shared.lock, []
+    save = trainer.checkpointer.manager.save
+
+    def probe():  # another thread (a worker) tries to update meanwhile
+        got = lock.acquire(blocking=False)
+        if got:
+            lock.release()
+        held.append(not got)
+
+    def save_probing(*args, **kwargs):
+        thread = threading.Thread(target=probe)
+        thread.start()
+        thread.join()
+        return save(*args, **kwargs)
+
+    trainer.checkpointer.manager.save = save_probing
+    trainer.run()
+    assert len(held) >= 2 and all(held)

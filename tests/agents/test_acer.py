@@ -14,12 +14,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfagents_vtrace.agents.acer import AcerConfig, AcerLearner, network_config_for, train
+from tfagents_vtrace.agents import get_agent
+from tfagents_vtrace.agents.acer import AcerConfig, AcerLearner, network_config_for
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.replay import storage
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import metrics_log, stop_signals
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
+from tfagents_vtrace.runtime.driver import make_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,6 +96,10 @@ def _run(total_steps, **kw):
     )  # fmt: skip
 
 
+def train(run, cfg, net_cfg, logdir):
+    return make_driver(run, get_agent("acer"), cfg, net_cfg, logdir).run()
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_training_writes_the_run_directory(tmp_path, workers):
     cfg = AcerConfig(t_max=5, replay_start_size=20, n_times_replay=2, num_workers=workers)
@@ -116,33 +122,31 @@ def test_training_writes_the_run_directory(tmp_path, workers):
         )  # fmt: skip
         assert out["action"].shape == (2,)
     # The same command again: the run already ended, so nothing is trained or written.
-    rows_before = run_dir.read_metrics(str(tmp_path))
+    rows_before = metrics_log.read_metrics(str(tmp_path))
     again = train(_run(400, export_policy=workers == 0), cfg, net_cfg, str(tmp_path))
     assert again["already_finished"] and again["step"] == final["step"]
-    assert run_dir.read_metrics(str(tmp_path)) == rows_before
+    assert metrics_log.read_metrics(str(tmp_path)) == rows_before
 
 
 def test_interrupt_stops_the_workers_saves_and_resumes(tmp_path, capsys):
     """Ctrl-C in the watching thread (async, 2 workers): workers stopped, checkpoint + replay
     saved at the interrupted step, RunInterrupted; the same command resumes and finishes."""
-    from tfagents_vtrace.agents.acer.train import AcerTrainer
-
     cfg = AcerConfig(t_max=5, replay_start_size=20, n_times_replay=1, num_workers=2)
     net_cfg = network_config_for(NetworkConfig(hidden_sizes=(8,)), cfg, "CartPole-v1")
     run = _run(300, export_policy=False)
-    trainer = AcerTrainer(run, cfg, net_cfg, str(tmp_path))
-    bookkeeping = trainer._bookkeeping
+    trainer = make_driver(run, get_agent("acer"), cfg, net_cfg, str(tmp_path))
+    advance = trainer.agent.advance
 
-    def interrupt_at_100(state, progress):
-        if trainer.env_steps >= 100:
+    def interrupt_at_100():
+        if trainer.counters.env_steps >= 100:
             raise KeyboardInterrupt
-        return bookkeeping(state, progress)
+        return advance()
 
-    trainer._bookkeeping = interrupt_at_100
-    with pytest.raises(run_dir.RunInterrupted) as caught:
+    trainer.agent.advance = interrupt_at_100
+    with pytest.raises(stop_signals.RunInterrupted) as caught:
         trainer.run()
     step = caught.value.step
-    assert 100 <= step < 300 and step == trainer.env_steps
+    assert 100 <= step < 300 and step == trainer.counters.env_steps
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith(f"ckpt-{step}")
     saved_replay = storage.load_arrays(storage.replay_path(str(tmp_path), step))[1]["size"]
     assert saved_replay > 0
@@ -150,7 +154,7 @@ def test_interrupt_stops_the_workers_saves_and_resumes(tmp_path, capsys):
     final = train(run, cfg, net_cfg, str(tmp_path))
     assert final["resumed"] and final["replay_restored"] == saved_replay
     assert 300 <= final["step"] < 300 + 20  # iterations are claimed from one step budget
-    rows = run_dir.read_metrics(str(tmp_path))
+    rows = metrics_log.read_metrics(str(tmp_path))
     assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
     assert rows[-1]["step"] == final["step"] and "eval_return" in rows[-1]
     assert f"step={final['step']} " in capsys.readouterr().err  # the final row is shown too

@@ -1,10 +1,10 @@
-"""agents.common.BatchFunction: a nested numpy batch through flat per-dtype buffers."""
+"""agents.batching.BatchFunction: a nested numpy batch through flat per-dtype buffers."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfagents_vtrace.agents.common import BatchFunction
+from tfagents_vtrace.agents.batching import BatchFunction
 
 
 def _batch(rng, t=3, b=4):

@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 
 from tests.agents._unroll_batch import unroll_batch
-from tfagents_vtrace.agents.common_learner import take_columns
 from tfagents_vtrace.agents.impala import ImpalaConfig, ImpalaLearner, impala_loss, loss_terms
 from tfagents_vtrace.agents.impala.learner import OLD_LOG_PROB, OLD_VALUE, old_outputs
+from tfagents_vtrace.agents.replicated_learner import take_columns
 from tfagents_vtrace.networks import NetworkConfig, make_network
 from tfagents_vtrace.runtime.strategy import make_strategy
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner, TaacPolicy
 from tfagents_vtrace.agents.taac.export import export_taac_policy
 from tfagents_vtrace.agents.taac.learner import BATCH_KEYS
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import metrics_log, stop_signals
 from tfagents_vtrace.runtime.config import RunConfig
 
 SMALL = dict(
@@ -139,9 +139,69 @@ def test_export_value_is_the_beta_weighted_critic_value(tmp_path, rng):
     assert flat["value"].shape == (n,) and flat["value"].dtype == tf.float32
 
 
-def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
-    from tfagents_vtrace.agents.taac import train
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_non_finite_update_is_skipped_without_moving_any_optimizer_state(rng, jit):
+    """Before the driver, TAAC zeroed the gradients but still applied them: Adam's moments
+    moved the weights of a NaN update."""
+    learner = TaacLearner(TaacConfig(**{**SMALL, "jit_compile": jit}), (3,), 1)
+    learner.train(_batch(rng, 1, 3, 8, 1))  # Adam's moments are not zero from here on
+    state = [v.numpy() for v in (*learner.actor.weights, *learner.critics.weights,
+                                  learner.log_alpha_a, learner.log_alpha_b,
+                                  *learner.actor_optimizer.variables,
+                                  *learner.critic_optimizer.variables)]  # fmt: skip
+    bad = _batch(rng, 2, 3, 8, 1)
+    bad["reward"][:] = np.nan
+    metrics = learner.train(bad)
+    assert metrics["skipped"] == 1.0 and metrics["nonfinite_streak"] == 2.0
+    after = [v.numpy() for v in (*learner.actor.weights, *learner.critics.weights,
+                                  learner.log_alpha_a, learner.log_alpha_b,
+                                  *learner.actor_optimizer.variables,
+                                  *learner.critic_optimizer.variables)]  # fmt: skip
+    for a, b in zip(state, after, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert learner.train(_batch(rng, 1, 3, 8, 1))["nonfinite_streak"] == 0.0
 
+
+class _FailsOnce(gym.vector.VectorWrapper):
+    """The evaluation's environment: raises on its first step, once."""
+
+    failed = False
+
+    def step(self, actions):
+        if not _FailsOnce.failed:
+            _FailsOnce.failed = True
+            raise RuntimeError("evaluation env crashed")
+        return self.env.step(actions)
+
+
+def test_evaluation_retries_a_failing_environment(tmp_path):
+    """TAAC evaluates with the runtime's Evaluator (it had its own loop, without retries)."""
+    from tfagents_vtrace.envs import make_vector_env
+
+    def factory(n, seed):
+        env = make_vector_env("Pendulum-v1", n, seed, mode="sync")
+        return _FailsOnce(env) if n == 3 else env  # 3: the evaluation's environments
+
+    cfg = TaacConfig(initial_collect_steps=10, train_interval=2, **SMALL)
+    run = RunConfig(env_id="Pendulum-v1", total_steps=20, num_envs=2, eval_episodes=3,
+                    log_every_s=0.01, export_policy=False)  # fmt: skip
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.runtime.driver import train as drive
+
+    _FailsOnce.failed = False
+    final = drive(run, get_agent("taac"), cfg, None, str(tmp_path), env_factory=factory)
+    assert _FailsOnce.failed and np.isfinite(final["eval_return"])
+    assert final["eval_repeat_length"] >= 1.0
+
+
+def train(run, cfg, network_config, logdir):
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.runtime.driver import train as drive
+
+    return drive(run, get_agent("taac"), cfg, network_config, logdir)
+
+
+def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
     cfg = TaacConfig(
         trajectory="linear", initial_collect_steps=40, train_interval=4, updates_per_train=2,
         **SMALL,
@@ -176,51 +236,50 @@ def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
     final2 = train(run2, cfg, None, logdir)
     assert final2["resumed"] and final2["step"] == 160
     assert final2["updates"] > final["updates"]
-    rows = run_dir.read_metrics(logdir)
+    rows = metrics_log.read_metrics(logdir)
     assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
     # The same command again: the run already ended, so nothing is trained or written.
     again = train(run2, cfg, None, logdir)
     assert again["already_finished"] and again["step"] == 160
-    assert again["updates"] == final2["updates"] and run_dir.read_metrics(logdir) == rows
+    assert again["updates"] == final2["updates"] and metrics_log.read_metrics(logdir) == rows
 
 
 def test_interrupt_saves_checkpoint_and_replay_then_resumes(tmp_path, capsys):
-    from tfagents_vtrace.agents.taac import train
-    from tfagents_vtrace.agents.taac.train import TaacTrainer
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.runtime.driver import make_driver
 
     cfg = TaacConfig(initial_collect_steps=20, train_interval=2, **SMALL)
     run = RunConfig(env_id="Pendulum-v1", seed=2, total_steps=80, num_envs=2, eval_episodes=1,
                     log_every_s=0.01, export_policy=False)  # fmt: skip
     logdir = str(tmp_path / "run")
-    trainer = TaacTrainer(run, cfg, logdir)
-    train_once, calls = trainer._train_once, []
+    trainer = make_driver(run, get_agent("taac"), cfg, None, logdir)
+    learner = trainer.agent.learner
+    train_once, calls = learner.train, []
 
-    def interrupt_on_third_update():
-        calls.append(trainer.step)
+    def interrupt_on_third_update(batches):
+        calls.append(trainer.counters.env_steps)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return train_once()
+        return train_once(batches)
 
-    trainer._train_once = interrupt_on_third_update
-    with pytest.raises(run_dir.RunInterrupted) as caught:
+    learner.train = interrupt_on_third_update
+    with pytest.raises(stop_signals.RunInterrupted) as caught:
         trainer.run()
     step = caught.value.step
-    assert step == calls[-1] and 20 < step < 80 and int(trainer.learner.updates.numpy()) == 2
+    assert step == calls[-1] and 20 < step < 80 and int(learner.updates.numpy()) == 2
     assert caught.value.path.endswith(f"ckpt-{step}")
     assert tf.train.latest_checkpoint(f"{logdir}/checkpoints").endswith(f"ckpt-{step}")
     assert (tmp_path / "run" / "checkpoints" / f"replay-{step}.npz").exists()
     capsys.readouterr()
     final = train(run, cfg, None, logdir)
     assert final["resumed"] and final["step"] == 80 and final["updates"] > 2
-    rows = run_dir.read_metrics(logdir)
+    rows = metrics_log.read_metrics(logdir)
     assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
     assert rows[-1]["step"] == 80 and "eval_return" in rows[-1] and rows[-1]["sps"] > 0
     assert "step=80 " in capsys.readouterr().err  # the final row is shown too
 
 
 def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
-    from tfagents_vtrace.agents.taac import train
-
     run = RunConfig(env_id="Pendulum-v1", backend="ray", num_actors=1, total_steps=100)
     with pytest.raises(ValueError, match="backend"):
         train(run, TaacConfig(), None, str(tmp_path))

@@ -11,8 +11,8 @@ import tensorflow as tf
 
 import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 from tfagents_vtrace.networks import NetInputs, NetworkConfig
+from tfagents_vtrace.runtime.checkpointing import restore_network
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.run_dir import restore_network
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NET = NetworkConfig(hidden_sizes=(8,))
@@ -22,21 +22,17 @@ def _short_run(agent: str, logdir: str) -> None:
     """A few seconds of training on CartPole; the run exports LOGDIR/policy at its end."""
     run = RunConfig(env_id="CartPole-v1", total_steps=40, num_envs=2, unroll_length=5,
                     num_actors=0, eval_episodes=1, log_every_s=0.5)  # fmt: skip
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.runtime.driver import train
+
+    module = get_agent(agent)
     if agent == "a2c":
-        from tfagents_vtrace.agents import get_agent
-        from tfagents_vtrace.runtime.loop import train
-
-        a2c = get_agent("a2c")
-        train(run, a2c, a2c.Config(), NET, logdir)
+        train(run, module, module.Config(), NET, logdir)
     elif agent == "a3c":
-        from tfagents_vtrace.agents.a3c import A3CConfig, train
-
-        train(run, A3CConfig(num_workers=2, t_max=5), NET, logdir)
+        train(run, module, module.Config(num_workers=2, t_max=5), NET, logdir)
     else:
-        from tfagents_vtrace.agents.acer import AcerConfig, network_config_for, train
-
-        cfg = AcerConfig(t_max=5, replay_start_size=10, n_times_replay=1)
-        train(run, cfg, network_config_for(NET, cfg, "CartPole-v1"), logdir)
+        cfg = module.Config(t_max=5, replay_start_size=10, n_times_replay=1)
+        train(run, module, cfg, module.network_config_for(NET, cfg, "CartPole-v1"), logdir)
 
 
 def _greedy(policy, obs):

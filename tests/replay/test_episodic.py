@@ -2,11 +2,12 @@
 windows in the unroll layout, eviction, and checksummed save / load (corruption reported)."""
 
 import os
+import threading
 
 import numpy as np
 import pytest
 
-from tfagents_vtrace.agents.common import episode_targets
+from tfagents_vtrace.agents.loss_inputs import episode_targets
 from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.replay.storage import ReplayCorruptError
 
@@ -138,20 +139,52 @@ def test_sampled_windows_are_slices_in_the_unroll_layout(filled):
             assert n == t_max
 
 
+def _episode(length):
+    return {
+        "observation": np.zeros((length + 1, 1)),
+        "action": np.zeros(length, np.int32),
+        "reward": np.full(length, float(length)),
+        "terminated": np.zeros(length, bool),
+        "truncated": np.zeros(length, bool),
+        "policy": {"logits": np.zeros((length, 2))},
+    }
+
+
 def test_capacity_evicts_whole_oldest_episodes():
     replay = EpisodicReplay(capacity=10)
     for length in (4, 4, 4):
-        replay.add_episode(
-            {
-                "observation": np.zeros((length + 1, 1)),
-                "action": np.zeros(length, np.int32),
-                "reward": np.full(length, float(length)),
-                "terminated": np.zeros(length, bool),
-                "truncated": np.zeros(length, bool),
-                "policy": {"logits": np.zeros((length, 2))},
-            }
-        )
+        replay.add_episode(_episode(length))
     assert len(replay) == 8 and replay.num_episodes == 2
+
+
+class _AddWhenReleased:
+    """The replay's lock; once armed, another worker's episode lands right after a release."""
+
+    def __init__(self, replay):
+        self.replay, self.inner, self.armed = replay, threading.Lock(), False
+
+    def __enter__(self):
+        self.inner.acquire()
+
+    def __exit__(self, *exc):
+        self.inner.release()
+        if self.armed:
+            self.armed = False
+            self.replay.add_episode(_episode(5))
+
+
+def test_an_archive_is_consistent_while_workers_add_episodes(tmp_path):
+    """arrays() read the size after releasing its lock: an episode added meanwhile made the
+    archive fail its own check on resume."""
+    replay = EpisodicReplay(capacity=100)
+    replay.add_episode(_episode(4))
+    replay.lock = _AddWhenReleased(replay)
+    replay.lock.armed = True
+    path = str(tmp_path / "replay-4.npz")
+    replay.save(path)
+    restored = EpisodicReplay(capacity=100)
+    restored.load(path)  # was: ReplayCorruptError (lengths do not match the recorded size)
+    assert len(restored) == 4 and len(replay) == 9
 
 
 def test_sampling_an_empty_replay_raises():

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tfagents_vtrace.envs.factory import check_registered_id
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import checkpointing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = "planted_env_module"
@@ -44,7 +44,7 @@ def test_restore_network_refuses_a_module_prefix_without_importing_it(tmp_path, 
     logdir = _planted_run(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ValueError, match=r"^env_id: .*'module:' prefix.*run/config\.json\)$"):
-        run_dir.restore_network(logdir)
+        checkpointing.restore_network(logdir)
     assert not (tmp_path / "imported").exists() and MODULE not in sys.modules
 
 

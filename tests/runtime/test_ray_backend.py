@@ -14,7 +14,7 @@ from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime import ray_backend
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.loop import Trainer
+from tfagents_vtrace.runtime.driver import make_driver
 
 try:
     import ray
@@ -76,11 +76,11 @@ def _assert_actors_dead(pool):
 
 
 def test_cartpole_training_with_two_ray_actors(tmp_path, ray_session, pools):
-    trainer = Trainer(_run(6144, 2), AGENT, AGENT.Config(), NET, str(tmp_path))
+    trainer = make_driver(_run(6144, 2), AGENT, AGENT.Config(), NET, str(tmp_path))
     final = trainer.run()
     assert final["step"] >= 6144 and final["updates"] == 6144 // 64
     assert final["episodes"] > 0 and final["eval_return"] > 0
-    assert set(trainer.stats.restarts) == {0, 1}, "unrolls must come from both Ray actors"
+    assert set(trainer.counters.actor_restarts) == {0, 1}, "unrolls must come from both Ray actors"
     rows = _rows(str(tmp_path))
     steps = [row["step"] for row in rows]
     assert steps == sorted(set(steps)) and steps[-1] == final["step"]
@@ -100,7 +100,7 @@ def test_ray_actor_whose_env_raises_is_recreated(tmp_path, ray_session, pools):
     # twice (and at most twice in the learner's evaluation, which retries 3 times).
     FailingVectorEnv.calls = FailingVectorEnv.failures = 0
     factory = lambda n, seed: FailingVectorEnv(short_cartpole(n, seed, 50), 40, max_failures=2)
-    trainer = Trainer(_run(2048, 1), AGENT, AGENT.Config(), NET, str(tmp_path),
+    trainer = make_driver(_run(2048, 1), AGENT, AGENT.Config(), NET, str(tmp_path),
                       env_factory=factory)  # fmt: skip
     final = trainer.run()
     assert final["step"] >= 2048

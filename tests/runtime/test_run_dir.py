@@ -7,7 +7,7 @@ import os
 import tensorflow as tf
 from tensorflow.core.util import event_pb2
 
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import config_io, metrics_log
 
 
 def _summary_steps(logdir: str) -> list[int]:
@@ -22,13 +22,13 @@ def _summary_steps(logdir: str) -> list[int]:
 
 def test_resume_drops_rows_and_summaries_after_the_checkpoint(tmp_path):
     logdir = str(tmp_path)
-    log = run_dir.MetricsLog(logdir)
+    log = metrics_log.MetricsLog(logdir)
     for step in (10, 20, 30, 40):
         log.write({"step": step, "loss": float(step), "sps": 1.0})
     log.close()
     assert sorted(set(_summary_steps(logdir))) == [10, 20, 30, 40]
 
-    resumed = run_dir.MetricsLog(logdir)
+    resumed = metrics_log.MetricsLog(logdir)
     assert resumed.truncate_after(20) == 2
     with open(os.path.join(logdir, "metrics.jsonl")) as f:
         assert [json.loads(line)["step"] for line in f] == [10, 20]
@@ -41,22 +41,22 @@ def test_resume_drops_rows_and_summaries_after_the_checkpoint(tmp_path):
 
 def test_event_file_cut_by_a_kill_keeps_its_readable_part(tmp_path):
     logdir = str(tmp_path)
-    log = run_dir.MetricsLog(logdir)
+    log = metrics_log.MetricsLog(logdir)
     for step in (1, 2, 3):
         log.write({"step": step, "loss": 0.5})
     log.close()
     (path,) = glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
     with open(path, "r+b") as f:
         f.truncate(os.path.getsize(path) - 5)  # the last record is now incomplete
-    assert run_dir.truncate_events(logdir, 100) == 0
+    assert metrics_log.truncate_events(logdir, 100) == 0
     assert _summary_steps(logdir) == [1, 2]
 
 
 def test_read_metrics_skips_a_cut_row_and_last_json_line_finds_the_final_row(tmp_path):
-    assert run_dir.read_metrics(str(tmp_path)) == []
+    assert metrics_log.read_metrics(str(tmp_path)) == []
     with open(tmp_path / "metrics.jsonl", "w") as f:
         f.write('{"step": 1}\n{"step": 2}\n{"step": 3, "lo')  # killed mid-row
-    assert [r["step"] for r in run_dir.read_metrics(str(tmp_path))] == [1, 2]
+    assert [r["step"] for r in metrics_log.read_metrics(str(tmp_path))] == [1, 2]
     stdout = 'progress\n{"final": true, "step": 9}\nstep=9 done\n{not json\n'
-    assert run_dir.last_json_line(stdout) == {"final": True, "step": 9}
-    assert run_dir.last_json_line("no json here") == {}
+    assert config_io.last_json_line(stdout) == {"final": True, "step": 9}
+    assert config_io.last_json_line("no json here") == {}

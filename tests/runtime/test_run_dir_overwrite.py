@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tfagents_vtrace.runtime import run_dir
+from tfagents_vtrace.runtime import config_io, run_dir
 
 CONFIG = {"agent": "impala", "env_id": "CartPole-v1", "network_config": {"hidden_sizes": [16]}}
 
@@ -39,7 +39,7 @@ def test_overwrite_unlinks_symlinked_entries_without_following_them(tmp_path):
     logdir, outside = tmp_path / "run", tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.txt").write_text("keep")
-    run_dir.write_config(str(logdir), CONFIG)
+    config_io.write_config(str(logdir), CONFIG)
     (logdir / "policy").symlink_to(outside)
     (logdir / "checkpoints").symlink_to(outside)
     (logdir / "metrics.jsonl").symlink_to(outside / "keep.txt")
@@ -51,7 +51,7 @@ def test_overwrite_unlinks_symlinked_entries_without_following_them(tmp_path):
 
 def test_overwrite_of_a_run_removes_its_history_and_partial_writes(tmp_path):
     logdir = tmp_path / "run [1]"  # glob metacharacters in the name
-    run_dir.write_config(str(logdir), CONFIG)
+    config_io.write_config(str(logdir), CONFIG)
     for name in ("config.before-resume-1.json", "events.out.tfevents.1.host", "final.json.tmp"):
         (logdir / name).write_text("{}")
     assert run_dir.prepare_logdir(str(logdir), CONFIG, overwrite=True) == "new"
@@ -65,45 +65,36 @@ def test_partial_writes_are_not_counted_as_files(tmp_path):
 
 def test_write_config_leaves_no_tmp_file_when_it_fails(tmp_path):
     with pytest.raises(TypeError):
-        run_dir.write_config(str(tmp_path), {"fn": print})
+        config_io.write_config(str(tmp_path), {"fn": print})
     assert os.listdir(tmp_path) == []
-    run_dir.write_config(str(tmp_path), CONFIG)
+    config_io.write_config(str(tmp_path), CONFIG)
     with pytest.raises(TypeError):
-        run_dir.write_config(str(tmp_path), {"fn": print})
+        config_io.write_config(str(tmp_path), {"fn": print})
     assert os.listdir(tmp_path) == ["config.json"]
     assert json.load(open(tmp_path / "config.json")) == CONFIG  # the previous one is intact
 
 
 def test_overwrite_removes_an_export_cut_by_a_kill(tmp_path):
-    run_dir.write_config(str(tmp_path), CONFIG)
+    config_io.write_config(str(tmp_path), CONFIG)
     (tmp_path / "policy.tmp-123-abc" / "variables").mkdir(parents=True)
     (tmp_path / "policy.old-123-def").mkdir()
     assert run_dir.prepare_logdir(str(tmp_path), CONFIG, overwrite=True) == "new"
     assert os.listdir(tmp_path) == []
 
 
-def test_finish_run_replaces_the_runs_own_partial_policy(tmp_path):
+def test_the_end_of_a_run_replaces_its_own_partial_policy(tmp_path):
     """A policy/ without saved_model.pb (an export cut by a kill, before exports were
     atomic) is the run's own: the end of the run replaces it instead of refusing it."""
     import gymnasium as gym
     import numpy as np
 
+    from tfagents_vtrace.export import export_policy
     from tfagents_vtrace.networks import NetworkConfig, make_network
+    from tfagents_vtrace.runtime.driver import export_into_run
 
     net = make_network(NetworkConfig(hidden_sizes=(4,)), gym.spaces.Box(-1, 1, (3,), np.float32),
                        gym.spaces.Discrete(2))  # fmt: skip
-
-    class Trainer:
-        logdir, run_config = str(tmp_path), type("Run", (), {"export_policy": True})()
-        metrics = run_dir.MetricsLog(str(tmp_path), tensorboard=False)
-
-        def save(self):
-            return ""
-
-        def wall_time(self):
-            return 1.0
-
     (tmp_path / "policy" / "variables").mkdir(parents=True)
-    run_dir.finish_run(Trainer(), net, {"step": 1, "eval_return": 1.0}, None, 1)
+    export_into_run(str(tmp_path / "policy"), lambda p: export_policy(net, p, overwrite=True))
     assert (tmp_path / "policy" / "saved_model.pb").exists()
-    assert sorted(os.listdir(tmp_path)) == ["final.json", "policy"]
+    assert sorted(os.listdir(tmp_path)) == ["policy"]

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from tests.runtime.test_loop import AGENT, NET, _rows, _run
-from tfagents_vtrace.runtime import run_dir
-from tfagents_vtrace.runtime.loop import Trainer, train
+from tests.runtime.test_actor_learner import AGENT, NET, _rows, _run
+from tfagents_vtrace.runtime import config_io, run_dir, stop_signals
+from tfagents_vtrace.runtime.driver import make_driver, train
 
 
 def _config(**changes):
@@ -30,7 +30,7 @@ def _config(**changes):
 
 def _fake_run(logdir, config=None, checkpoint=True):
     """A run directory as a run leaves it (checkpoint files are empty stand-ins)."""
-    run_dir.write_config(logdir, config or _config())
+    config_io.write_config(logdir, config or _config())
     with open(os.path.join(logdir, "metrics.jsonl"), "w") as f:
         f.write(json.dumps({"step": 10}) + "\n")
     if checkpoint:
@@ -104,7 +104,7 @@ def test_other_config_changes_resume_and_keep_the_previous_config(tmp_path, caps
 )
 def test_finished_row(tmp_path, final, total_steps, stop_return, ended):
     assert run_dir.finished_row(str(tmp_path), _run(total_steps), 100) is None  # no final.json
-    run_dir.write_config(str(tmp_path), {"final": True, **final}, name="final.json")
+    config_io.write_config(str(tmp_path), {"final": True, **final}, name="final.json")
     run = _run(total_steps, stop_return=stop_return)
     row = run_dir.finished_row(str(tmp_path), run, 100)
     assert (row is not None) == ended
@@ -127,13 +127,13 @@ class _FakeTrainer:
 
 def test_checkpoint_on_interrupt_saves_only_on_keyboard_interrupt():
     trainer = _FakeTrainer()
-    with pytest.raises(run_dir.RunInterrupted, match="step 7; checkpoint ckpt-7") as info:
-        with run_dir.checkpoint_on_interrupt(trainer, lambda: 7):
+    with pytest.raises(stop_signals.RunInterrupted, match="step 7; checkpoint ckpt-7") as info:
+        with stop_signals.checkpoint_on_interrupt(trainer, lambda: 7):
             raise KeyboardInterrupt
     assert info.value.step == 7 and trainer.saved == [7] and trainer.closed
     other = _FakeTrainer()
     with pytest.raises(RuntimeError):
-        with run_dir.checkpoint_on_interrupt(other, lambda: 7):
+        with stop_signals.checkpoint_on_interrupt(other, lambda: 7):
             raise RuntimeError("a bug")
     assert other.saved == []  # a crash is not a request to stop
 
@@ -152,8 +152,8 @@ def test_a_finished_run_is_not_trained_again(tmp_path):
 
 def test_ctrl_c_writes_a_checkpoint_and_the_run_resumes_from_it(tmp_path):
     logdir = str(tmp_path)
-    trainer = Trainer(_run(4096), AGENT, AGENT.Config(), NET, logdir)
-    train_step, calls = trainer.learner.train_step, []
+    trainer = make_driver(_run(4096), AGENT, AGENT.Config(), NET, logdir)
+    train_step, calls = trainer.agent.learner.train_step, []
 
     def interrupted_step(batch):
         calls.append(1)
@@ -161,28 +161,30 @@ def test_ctrl_c_writes_a_checkpoint_and_the_run_resumes_from_it(tmp_path):
             raise KeyboardInterrupt
         return train_step(batch)
 
-    trainer.learner.train_step = interrupted_step
-    with pytest.raises(run_dir.RunInterrupted) as info:
+    trainer.agent.learner.train_step = interrupted_step
+    with pytest.raises(stop_signals.RunInterrupted) as info:
         trainer.run()
     assert info.value.step == 4 * 64 and info.value.path.endswith("ckpt-256")
-    resumed = Trainer(_run(512), AGENT, AGENT.Config(), NET, logdir)
-    assert resumed.resumed and resumed.env_steps == 256 and resumed.updates == 4
+    resumed = make_driver(_run(512), AGENT, AGENT.Config(), NET, logdir)
+    assert resumed.resumed and resumed.counters.env_steps == 256 and resumed.counters.updates == 4
     final = resumed.run()
     assert final["step"] == 512 and final["resumed"]
 
 
 def test_a_requested_stop_ends_the_loop_between_two_steps(tmp_path):
-    trainer = Trainer(_run(4096), AGENT, AGENT.Config(), NET, str(tmp_path))
-    train_step = trainer.learner.train_step
+    trainer = make_driver(_run(4096), AGENT, AGENT.Config(), NET, str(tmp_path))
+    train_step = trainer.agent.learner.train_step
 
     def step_then_request(batch):  # what a signal handler does while an update runs
         out = train_step(batch)
-        if trainer.updates == 2:
-            run_dir.request_stop()
+        if trainer.counters.updates == 2:
+            stop_signals.request_stop()
         return out
 
-    trainer.learner.train_step = step_then_request
-    with pytest.raises(run_dir.RunInterrupted) as info:
+    trainer.agent.learner.train_step = step_then_request
+    with pytest.raises(stop_signals.RunInterrupted) as info:
         trainer.run()
-    assert info.value.step == 3 * 64 and trainer.updates == 3  # the running update finished
-    assert not run_dir.stop_requested()  # consumed: a later run in this process goes on
+    assert (
+        info.value.step == 3 * 64 and trainer.counters.updates == 3
+    )  # the running update finished
+    assert not stop_signals.stop_requested()  # consumed: a later run in this process goes on

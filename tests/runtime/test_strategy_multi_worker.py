@@ -11,7 +11,7 @@ from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.loop import Trainer
+from tfagents_vtrace.runtime.driver import make_driver
 
 AGENT = get_agent("impala")
 NET = NetworkConfig(hidden_sizes=(16,))
@@ -84,7 +84,7 @@ def test_non_chief_worker_writes_nothing_into_the_run_dir(tmp_path, monkeypatch)
     logdir = str(tmp_path / "run")
     run = RunConfig(total_steps=256, num_actors=0, num_envs=8, unroll_length=8, eval_episodes=2,
                     log_every_s=0.01, export_policy=False)  # fmt: skip
-    chief = Trainer(run, AGENT, AGENT.Config(), NET, logdir)
+    chief = make_driver(run, AGENT, AGENT.Config(), NET, logdir)
     assert chief.logdir == logdir and chief.run()["step"] == 256
     before = _snapshot(logdir)
     assert "config.json" in before and "metrics.jsonl" in before
@@ -92,7 +92,7 @@ def test_non_chief_worker_writes_nothing_into_the_run_dir(tmp_path, monkeypatch)
     _tf_config(monkeypatch, TWO_WORKERS, "worker", 1)
     monkeypatch.setattr(strategy_lib, "worker_role", lambda s: strategy_lib.role_from_tf_config())
     longer = dataclasses.replace(run, total_steps=512, export_policy=True)
-    worker = Trainer(longer, AGENT, AGENT.Config(), NET, logdir)
+    worker = make_driver(longer, AGENT, AGENT.Config(), NET, logdir)
     assert not worker.role.is_chief and worker.logdir != logdir
     final = worker.run()
     assert final["resumed"] and final["step"] == 512  # resumed from the chief's checkpoint

@@ -6,15 +6,18 @@ An agent module (e.g. :mod:`tfagents_vtrace.agents.impala`) exposes
   ``__post_init__`` (a bad value raises ``ValueError`` naming the field);
 * optionally ``network_config_for(network_config, agent_config, env_id) -> NetworkConfig``:
   adjusts the flags' network config to what the agent needs (e.g. ACER adds a Q head);
-* optionally ``train(run_config, agent_config, network_config, logdir, **kwargs) -> dict``:
-  the agent drives its own loop (A3C's threads, ACER's replay, TAAC's per-step updates);
+* optionally ``run_agent(run_config, agent_config, network_config, *, strategy, env_factory)``:
+  the agent's :class:`~tfagents_vtrace.runtime.driver.RunAgent` for the run driver (its own
+  process shape: A3C's workers, ACER's replay, TAAC's per-step updates); without it the
+  driver runs the actor-learner of its ``Learner``
+  (:class:`~tfagents_vtrace.runtime.actor_learner.ActorLearner`);
 * optionally ``export_run(logdir, path, overwrite=False) -> str``: exports the policy of a
   run directory when it is not the actor-critic network (TAAC);
 * ``Learner``: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with
   ``network``, ``optimizer``, ``train_step(batch) -> dict[str, float]``,
   ``get_weights() -> list[np.ndarray]`` and ``checkpoint_items() -> dict`` (trackables).
-  The runtime loop builds it this way; agents with their own ``train`` build their learner
-  themselves and may take other arguments (TAAC's needs observation and action sizes).
+  The actor-learner builds it this way; agents with their own ``run_agent`` build their
+  learner themselves and may take other arguments (TAAC's needs observation and action sizes).
 
 The runtime (:mod:`tfagents_vtrace.runtime`) only talks to that interface, so A2C, ACER or
 TAAC plug in by calling :func:`register_agent`. Modules are imported lazily, so looking up an

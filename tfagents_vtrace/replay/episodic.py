@@ -138,8 +138,8 @@ class EpisodicReplay:
     # ----------------------------------------------------------------------- save / load
     def arrays(self) -> tuple[dict[str, np.ndarray], dict]:
         """The stored episodes as flat arrays plus ``lengths`` (open pieces are not saved)."""
-        with self.lock:
-            eps = list(self.episodes)
+        with self.lock:  # the episodes and their size together (workers add concurrently)
+            eps, size = list(self.episodes), int(self._size)
         if not eps:
             return {"lengths": np.zeros([0], np.int64)}, {"capacity": self.capacity, "size": 0}
         arrays = {
@@ -150,7 +150,7 @@ class EpisodicReplay:
             arrays[key] = np.concatenate([e[key] for e in eps])
         for key in eps[0]["policy"]:
             arrays["policy/" + key] = np.concatenate([e["policy"][key] for e in eps])
-        return arrays, {"capacity": self.capacity, "size": int(self._size)}
+        return arrays, {"capacity": self.capacity, "size": size}
 
     def save(self, path: str) -> None:
         """Writes the episodes to ``path`` (``.npz``, checksummed, atomic)."""

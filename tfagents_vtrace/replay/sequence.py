@@ -50,6 +50,9 @@ class SequenceReplay:
         """Steps stored over all environments."""
         return self.size * self.num_envs
 
+    def __len__(self) -> int:
+        return self.num_steps
+
     def add(self, step: dict) -> None:
         """Writes one vector step: each field ``[num_envs, *shape]``."""
         for key, (shape, _) in self.specs.items():

@@ -48,9 +48,9 @@ class RunConfig:
     stop_return: float | None = None
     """End training at the first evaluation whose mean return reaches this."""
     checkpoint_every_s: float = 600.0
-    """Seconds between checkpoints (one is always written at the end). Under the
-    multi_worker strategy workers must save together, so checkpoints follow the step-based
-    evaluation schedule (``eval_every``) instead."""
+    """Seconds between checkpoints (one is also written at step 0 and one at the end). Under
+    the multi_worker strategy workers must save together, so checkpoints follow steps
+    instead: every ``eval_every`` steps, or every tenth of ``total_steps`` without it."""
     log_every_s: float = 5.0
     """Seconds between metrics rows / progress lines."""
     backend: str = "local"

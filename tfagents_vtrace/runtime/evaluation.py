@@ -19,7 +19,9 @@ class Evaluator:
 
     Args:
       env_factory: ``(num_envs, seed) -> VectorEnv`` (NEXT_STEP autoreset).
-      policy: a greedy acting policy (:mod:`tfagents_vtrace.runtime.policies`).
+      policy: a greedy acting policy (:mod:`tfagents_vtrace.runtime.policies`); when it has
+        ``episode_stats`` (``reset()``, ``add(info, first, running)`` per step, ``fields()``),
+        the rows gain its fields (e.g. TAAC's ``eval_repeat_length``).
       num_episodes: environments, hence episodes, per evaluation.
       seed: seed of the first evaluation; evaluation ``k`` uses ``seed + k``.
       max_steps: safety cap on the steps of one evaluation.
@@ -76,8 +78,13 @@ class Evaluator:
         returns = np.zeros(n, np.float64)
         lengths = np.zeros(n, np.int64)
         running = np.ones(n, bool)
+        stats = getattr(self.policy, "episode_stats", None)  # the policy's own fields
+        if stats is not None:
+            stats.reset()
         for _ in range(self.max_steps):
-            action, _, state = self.policy.step(obs, first, prev_action, prev_reward, state)
+            action, info, state = self.policy.step(obs, first, prev_action, prev_reward, state)
+            if stats is not None:
+                stats.add(info, first, running)
             obs, reward, terminated, truncated, _ = self._env.step(action)
             returns += np.where(running, reward, 0.0)
             lengths += running
@@ -91,6 +98,7 @@ class Evaluator:
             "eval_return": float(returns.mean()),
             "eval_return_min": float(returns.min()),
             "eval_length": float(lengths.mean()),
+            **(stats.fields() if stats is not None else {}),
         }
 
     def close(self) -> None:
@@ -102,15 +110,12 @@ class Evaluator:
             self._env = None
 
 
-def make_evaluator(run, network, env_factory=None) -> Evaluator:
+def make_evaluator(run, policy, env_factory=None) -> Evaluator:
     """The greedy :class:`Evaluator` of a run: ``run.eval_episodes`` environments of
     ``run.env_id`` (``make_vector_env`` unless ``env_factory(num_envs, seed)`` is given),
-    acting with ``network`` through ``run.policy_impl``, seeded from ``10_000 + run.seed``."""
-    from tfagents_vtrace.runtime.policies import make_policy
-
+    acting with the greedy ``policy``, seeded from ``10_000 + run.seed``."""
     if env_factory is None:
         from tfagents_vtrace.envs import make_vector_env
 
         env_factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")  # noqa: E731
-    policy = make_policy(network, run.policy_impl, greedy=True)
     return Evaluator(env_factory, policy, run.eval_episodes, seed=10_000 + run.seed)

@@ -62,7 +62,7 @@ def import_ray():
 
 
 def check_run_config(run) -> None:
-    """Fails early (in ``Trainer.__init__``) if ``run`` cannot use the Ray backend.
+    """Fails early (when the actor-learner is built) if ``run`` cannot use the Ray backend.
 
     Raises:
       ImportError: Ray is not installed.
@@ -77,7 +77,7 @@ def check_run_config(run) -> None:
 
 def _vector_env(env_factory: Callable, num_envs: int, seed: int):
     """``seed -> env_factory(num_envs, seed)`` as a picklable partial (no closure over the
-    Trainer, which holds TensorFlow state)."""
+    actor-learner, which holds TensorFlow state)."""
     return env_factory(num_envs, seed)
 
 

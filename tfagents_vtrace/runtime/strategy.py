@@ -131,7 +131,7 @@ def write_dir(logdir: str, role: WorkerRole) -> str:
 
 def restore_checkpoint(checkpointer, logdir: str, role: WorkerRole) -> bool:
     """Restores the latest checkpoint of run directory ``logdir`` into ``checkpointer`` (a
-    ``run_dir.Checkpointer``, which may write elsewhere); returns whether one was restored.
+    ``checkpointing.Checkpointer``, which may write elsewhere); returns whether one was restored.
 
     The chief restores through its own manager; other workers read the chief's
     ``logdir/checkpoints`` so every worker resumes from the same step.

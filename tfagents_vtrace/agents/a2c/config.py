@@ -6,7 +6,7 @@ Field names equal the ``experiments.train`` flag names they come from, so the la
 fill the dataclass from same-named flags. Flag defaults override these defaults: the
 flagfiles under ``experiments/configs/a2c_*.cfg`` set every value that matters. The
 optimizer, clipping, XLA and non-finite fields come from
-:class:`~tfagents_vtrace.agents.common_config.LearnerConfig`.
+:class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfagents_vtrace.agents.common import REWARD_CLIPPING
-from tfagents_vtrace.agents.common_config import LearnerConfig, check_choice, check_number
+from tfagents_vtrace.agents.learner_config import LearnerConfig, check_choice, check_number
+from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
 from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
-from tfagents_vtrace.agents.common_learner import ReplicatedLearner
+from tfagents_vtrace.agents.replicated_learner import ReplicatedLearner
 
 
 class A2CLearner(ReplicatedLearner):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
-from tfagents_vtrace.agents.common import episode_targets, policy_terms
+from tfagents_vtrace.agents.loss_inputs import episode_targets, policy_terms
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import returns
 

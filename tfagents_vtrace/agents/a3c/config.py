@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
-from tfagents_vtrace.agents.common_config import check_int
+from tfagents_vtrace.agents.learner_config import check_int
 
 
 @dataclasses.dataclass(frozen=True)

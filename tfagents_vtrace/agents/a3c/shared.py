@@ -8,7 +8,10 @@ are shared by all threads.
 Updates are serialized by a lock (not Hogwild): applying gradients, advancing the optimizer's
 statistics and incrementing the global step counter happen atomically, so no update is lost
 and ``global_step`` is exactly the sum of the steps the workers reported. Reading the weights
-takes the same lock, so a worker never copies a half-applied update.
+takes the same lock, so a worker never copies a half-applied update, and so does the run
+driver's checkpoint (the lock is re-entrant: a worker counts its update under it too).
+An update whose loss or gradient is not finite is skipped; ``nonfinite_streak`` counts
+those in a row (the driver stops the run at ``max_nonfinite_updates``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents import batching, optimization, placement
 from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 
@@ -42,9 +45,10 @@ class SharedOptimizer:
         self.variables = list(variables)
         self.optimizer = optimizer
         self.optimizer.build(self.variables)
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.updates = 0
+        self.nonfinite_streak = 0
         self.order: list | None = [] if record_order else None
         self._apply = tf.function(self._apply_fn, autograph=False)
 
@@ -61,13 +65,15 @@ class SharedOptimizer:
         with self.lock:
             self._apply(list(grads))
             self.updates += 1
+            self.nonfinite_streak = 0
             if self.order is not None:
                 self.order.append(caller)
             return int(self.global_step.assign_add(int(num_steps)).numpy())
 
     def add_steps(self, num_steps: int) -> int:
-        """Counts ``num_steps`` without an update (e.g. a skipped non-finite one)."""
+        """Counts ``num_steps`` without an update (a skipped non-finite one)."""
         with self.lock:
+            self.nonfinite_streak += 1
             return int(self.global_step.assign_add(int(num_steps)).numpy())
 
     def read(self, fn: Callable[[], object]):
@@ -109,15 +115,15 @@ class A3CLearner:
     ):
         if not isinstance(config, A3CConfig):
             raise ValueError(f"config: expected an A3CConfig, received {type(config)}")
-        common.require_single_replica(strategy, "A3C")
+        placement.require_single_replica(strategy, "A3C")
         self.config = config
         self.total_steps = total_steps
         self.network = network_factory()
-        self.optimizer = common.optimizer_from_config(config, total_updates)
+        self.optimizer = optimization.optimizer_from_config(config, total_updates)
         self.shared = SharedOptimizer(
             self.network.trainable_variables, self.optimizer, record_order=record_order
         )
-        self._grads = common.BatchFunction(self._grads_fn)
+        self._grads = batching.BatchFunction(self._grads_fn)
 
     def entropy_coef(self, step: int | None = None) -> float:
         """The entropy weight at global step ``step`` (default: now)."""
@@ -159,7 +165,7 @@ def compute_gradients(network, config: A3CConfig, batch: dict, entropy_coef: tf.
     with tf.GradientTape() as tape:
         loss, metrics = a2c_loss(network, config, batch, entropy_coef, scale)
     grads = tape.gradient(loss, network.trainable_variables)
-    grads, norm, finite = common.clip_and_check(grads, config.max_grad_norm)
+    grads, norm, finite = optimization.clip_and_check(grads, config.max_grad_norm)
     finite = tf.logical_and(finite, tf.math.is_finite(loss))
     metrics = dict(metrics, grad_norm=norm, finite=tf.cast(finite, tf.float32))
     metrics["entropy_coef"] = tf.cast(entropy_coef, tf.float32)
@@ -167,12 +173,15 @@ def compute_gradients(network, config: A3CConfig, batch: dict, entropy_coef: tf.
 
 
 def finish_update(shared: SharedOptimizer, grads, metrics, steps: int, caller) -> dict:
-    """Applies finite ``grads`` through ``shared`` (skips others); returns float metrics."""
+    """Applies finite ``grads`` through ``shared`` (skips others); returns float metrics
+    with ``global_step``, ``skipped`` and ``nonfinite_streak``."""
     out = {k: float(v) for k, v in metrics.items()}
-    if out.pop("finite") > 0.0:
-        out["global_step"] = float(shared.apply(grads, steps, caller=caller))
-        out["skipped"] = 0.0
-    else:
-        out["global_step"] = float(shared.add_steps(steps))
-        out["skipped"] = 1.0
+    with shared.lock:
+        if out.pop("finite") > 0.0:
+            out["global_step"] = float(shared.apply(grads, steps, caller=caller))
+            out["skipped"] = 0.0
+        else:
+            out["global_step"] = float(shared.add_steps(steps))
+            out["skipped"] = 1.0
+        out["nonfinite_streak"] = float(shared.nonfinite_streak)
     return out

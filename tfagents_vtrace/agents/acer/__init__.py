@@ -3,21 +3,23 @@ correction, Retrace and an efficient trust region (Wang et al. 2016,
 https://arxiv.org/abs/1611.01224), discrete and continuous actions.
 
 Registry names: ``Config``, ``Learner``, ``network_config_for`` (adds the Q head the action
-space needs) and ``train`` (ACER drives its own loop: on-policy unrolls + episodic replay,
-synchronous by default, asynchronous worker threads with ``num_workers``).
+space needs) and ``run_agent`` (:class:`AcerAgent`, what the run driver runs: on-policy
+unrolls + episodic replay, inline by default, asynchronous worker threads with
+``num_workers``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from tfagents_vtrace.agents.acer.agent import AcerAgent, AcerWorker
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.loss import acer_loss, project_policy_loss
-from tfagents_vtrace.agents.acer.train import AcerTrainer, AcerWorker, train
 
 Config = AcerConfig
 Learner = AcerLearner
+run_agent = AcerAgent
 
 
 def network_config_for(network_config, agent_config: AcerConfig, env_id: str):
@@ -38,14 +40,14 @@ def network_config_for(network_config, agent_config: AcerConfig, env_id: str):
 
 
 __all__ = [
+    "AcerAgent",
     "AcerConfig",
     "AcerLearner",
-    "AcerTrainer",
     "AcerWorker",
     "Config",
     "Learner",
     "acer_loss",
     "network_config_for",
     "project_policy_loss",
-    "train",
+    "run_agent",
 ]

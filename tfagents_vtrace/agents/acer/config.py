@@ -5,7 +5,7 @@ Field names equal the ``experiments.train`` flag names they come from (``--disco
 ``--t_max``, ``--entropy_cost``... shared with the other agents, and the ACER-only flags of
 ``experiments/flags_acer.py``), so the launcher fills the dataclass from same-named flags.
 The optimizer, clipping, XLA and non-finite fields come from
-:class:`~tfagents_vtrace.agents.common_config.LearnerConfig`.
+:class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfagents_vtrace.agents.common import REWARD_CLIPPING
-from tfagents_vtrace.agents.common_config import (
+from tfagents_vtrace.agents.learner_config import (
     LearnerConfig,
     check_bool,
     check_choice,
     check_int,
     check_number,
 )
+from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
 
 
 def _threshold(value) -> float | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents import batching, optimization, placement
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.loss import acer_loss
 
@@ -44,19 +44,19 @@ class AcerLearner:
     ):
         if not isinstance(config, AcerConfig):
             raise ValueError(f"config: expected an AcerConfig, received {type(config)}")
-        common.require_single_replica(strategy, "ACER")
+        placement.require_single_replica(strategy, "ACER")
         self.config = config
         self.network = network_factory()
         self.average_network = network_factory()
         self.average_network.set_weights(self.network.get_weights())
-        self.optimizer = common.optimizer_from_config(config, total_updates)
+        self.optimizer = optimization.optimizer_from_config(config, total_updates)
         self.optimizer.build(self.network.trainable_variables)
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.lock = threading.Lock()
         self.stats = {"average_value": 0.0, "average_entropy": 0.0, "average_kl": 0.0}
-        self._step = common.BatchFunction(self._train_step_fn, jit_compile=config.jit_compile)
+        self._step = batching.BatchFunction(self._train_step_fn, jit_compile=config.jit_compile)
         self._apply = tf.function(self._apply_fn, autograph=False)
         self._metric_names: list[str] = []
 
@@ -77,7 +77,7 @@ class AcerLearner:
                 loss, metrics = acer_loss(network, self.average_network, self.config, batch)
             return tape.gradient(loss, network.trainable_variables), metrics
 
-        return common.BatchFunction(fn)
+        return batching.BatchFunction(fn)
 
     def apply_gradients(self, grads, metrics: dict) -> dict[str, float]:
         """Applies a worker's gradients to the global network (serialized by ``lock``)."""
@@ -113,7 +113,7 @@ class AcerLearner:
 
     def _apply_fn(self, grads, loss) -> dict[str, tf.Tensor]:
         variables = self.network.trainable_variables
-        out = common.apply_if_finite(
+        out = optimization.apply_if_finite(
             self.optimizer,
             grads,
             variables,

@@ -5,7 +5,7 @@ https://arxiv.org/abs/1611.01224 (Algorithms 1-2, eqs. 5 and 9-12), batched over
 runtime's unroll layout (:mod:`tfagents_vtrace.runtime.actor`): T+1 observations, ``reset``
 marking NEXT_STEP reset steps, behaviour policy parameters ``mu`` under ``batch["policy"]``.
 Per step ``t`` with mask ``m_t = 1 - reset_t`` and the targets of
-:func:`tfagents_vtrace.agents.common.episode_targets` (time-limit bootstrap included)::
+:func:`tfagents_vtrace.agents.loss_inputs.episode_targets` (time-limit bootstrap included)::
 
     rho_t = pi(a_t|x_t) / mu(a_t|x_t)
     Q_ret = Retrace(r', d, Q(x_t, a_t), V(x_t), V(x_T), rho)       (ops.retrace, stop-grad)
@@ -35,7 +35,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from tfagents_vtrace.agents.acer.config import AcerConfig
-from tfagents_vtrace.agents.common import episode_targets
+from tfagents_vtrace.agents.loss_inputs import episode_targets
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import retrace
 

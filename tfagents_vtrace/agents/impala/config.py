@@ -4,7 +4,7 @@ Defaults are the paper's where it gives them (RMSProp 0.99 / 0 / 0.1, baseline c
 global-norm clipping 40, V-trace thresholds 1, linear learning-rate decay); the entropy cost
 and learning rate are task dependent (experiments/configs/ holds tuned values). The
 optimizer, clipping, XLA and non-finite fields come from
-:class:`~tfagents_vtrace.agents.common_config.LearnerConfig`.
+:class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
 
 Sample reuse (all off by default, so the default update is IMPALA's one step per batch):
 several epochs of minibatch SGD over each learner batch, with V-trace recomputed against the
@@ -20,14 +20,15 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfagents_vtrace.agents.common import LR_DECAYS, OPTIMIZERS, REWARD_CLIPPING
-from tfagents_vtrace.agents.common_config import (
+from tfagents_vtrace.agents.learner_config import (
     LearnerConfig,
     check_bool,
     check_choice,
     check_int,
     check_number,
 )
+from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
+from tfagents_vtrace.agents.optimization import LR_DECAYS, OPTIMIZERS
 
 POLICY_LOSSES = ("vtrace", "clipped")
 

@@ -46,9 +46,9 @@ import collections
 
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
-from tfagents_vtrace.agents.common_learner import ReplicatedLearner
+from tfagents_vtrace.agents import loss_inputs
 from tfagents_vtrace.agents.impala.config import ImpalaConfig
+from tfagents_vtrace.agents.replicated_learner import ReplicatedLearner
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import vtrace
 
@@ -86,10 +86,10 @@ def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
     out = network.unroll(inputs, tuple(batch["state"]))
     values = out.value  # [T+1, B]
     target = {k: v[:-1] for k, v in out.policy.items()}
-    rewards, discounts, mask = common.episode_targets(
+    rewards, discounts, mask = loss_inputs.episode_targets(
         batch, values, config.discount, config.reward_clipping, config.reward_scale
     )
-    target_lp, log_rhos, entropy = common.policy_terms(
+    target_lp, log_rhos, entropy = loss_inputs.policy_terms(
         network, target, batch["policy"], batch["action"]
     )
     vt = vtrace.from_importance_weights(
@@ -181,7 +181,7 @@ def old_outputs(network, config: ImpalaConfig, batch: dict) -> dict[str, tf.Tens
     )
     out = network.unroll(inputs, tuple(batch["state"]))
     target = {k: v[:-1] for k, v in out.policy.items()}
-    log_prob, _, _ = common.policy_terms(network, target, batch["policy"], batch["action"])
+    log_prob, _, _ = loss_inputs.policy_terms(network, target, batch["policy"], batch["action"])
     return {OLD_LOG_PROB: tf.stop_gradient(log_prob), OLD_VALUE: tf.stop_gradient(out.value)}
 
 

@@ -2,20 +2,22 @@
 https://arxiv.org/abs/2104.06521).
 
 Registry names: ``Config`` (:class:`TaacConfig`, ``trajectory`` selects TAAC/TaacL/TaacQ),
-``Learner`` (:class:`TaacLearner`: networks, optimizers, the compiled update) and ``train``
-(the replay-driven loop that ``experiments.train --agent=taac`` calls) and ``export_run``
-(the policy of a run directory, for ``experiments.export``).
+``Learner`` (:class:`TaacLearner`: networks, optimizers, the compiled update), ``run_agent``
+(:class:`TaacAgent`, the replay-driven agent that the run driver runs for
+``experiments.train --agent=taac``) and ``export_run`` (the policy of a run directory, for
+``experiments.export``).
 """
 
+from tfagents_vtrace.agents.taac.agent import TaacAgent
 from tfagents_vtrace.agents.taac.config import TaacConfig
 from tfagents_vtrace.agents.taac.export import export_run
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy, act_step
-from tfagents_vtrace.agents.taac.train import TaacTrainer, train
 from tfagents_vtrace.agents.taac.trajectories import Trajectory
 
 Config = TaacConfig
 Learner = TaacLearner
+run_agent = TaacAgent
 
 
 __all__ = [
@@ -24,9 +26,9 @@ __all__ = [
     "TaacConfig",
     "TaacLearner",
     "TaacPolicy",
-    "TaacTrainer",
+    "TaacAgent",
     "Trajectory",
     "act_step",
     "export_run",
-    "train",
+    "run_agent",
 ]

@@ -93,6 +93,9 @@ class TaacConfig:
     """Rewards are multiplied by this before learning."""
     jit_compile: bool = True
     """XLA-compile the train step and the acting step."""
+    max_nonfinite_updates: int = 10
+    """An update with a non-finite loss or gradient is skipped; the run stops after this many
+    in a row (the run driver's policy, as for every agent)."""
 
     def __post_init__(self) -> None:
         if self.trajectory not in TRAJECTORIES:
@@ -148,6 +151,7 @@ class TaacConfig:
         _int_at_least("initial_collect_steps", self.initial_collect_steps, 0)
         _int_at_least("train_interval", self.train_interval, 1)
         _int_at_least("updates_per_train", self.updates_per_train, 1)
+        _int_at_least("max_nonfinite_updates", self.max_nonfinite_updates, 1)
         if self.max_repeat_steps is not None:
             _int_at_least("max_repeat_steps", self.max_repeat_steps, 1)
 

@@ -181,18 +181,18 @@ def export_run(logdir: str, path: str, *, overwrite: bool = False) -> str:
 
     Raises:
       ValueError: no config.json or no checkpoint in ``logdir``, or its env id is not a
-        registered gymnasium id (``run_dir.read_env_id``); ``path`` may not be written (see
+        registered gymnasium id (``config_io.read_env_id``); ``path`` may not be written (see
         :func:`export_taac_policy`).
     """
     check_export_path(path, overwrite)  # before the learner is built
     from tfagents_vtrace.agents.taac.config import TaacConfig
     from tfagents_vtrace.agents.taac.learner import TaacLearner
     from tfagents_vtrace.envs import make_env
-    from tfagents_vtrace.runtime import run_dir
+    from tfagents_vtrace.runtime import config_io
 
-    config = run_dir.read_config(logdir)
-    agent_config = run_dir.dataclass_from_dict(TaacConfig, config["agent_config"])
-    env = make_env(run_dir.read_env_id(config, logdir))  # a registered id: data, not code
+    config = config_io.read_config(logdir)
+    agent_config = config_io.dataclass_from_dict(TaacConfig, config["agent_config"])
+    env = make_env(config_io.read_env_id(config, logdir))  # a registered id: data, not code
     try:
         obs_shape, space = env.observation_space.shape, env.action_space
     finally:

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents.common import clip_and_check
+from tfagents_vtrace.agents.optimization import clip_and_check
 from tfagents_vtrace.agents.taac import loss as taac_loss
 from tfagents_vtrace.agents.taac.config import TaacConfig
 from tfagents_vtrace.agents.taac.networks import (
@@ -47,6 +47,7 @@ METRIC_KEYS = (
     "advantage",
     "actor_grad_norm",
     "critic_grad_norm",
+    "skipped",
 )
 
 
@@ -94,6 +95,8 @@ class TaacLearner:
         self.critic_optimizer.build(self.critics.trainable_variables)
         self.alpha_optimizer.build([self.log_alpha_a, self.log_alpha_b])
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="updates")
+        # Consecutive skipped updates (not checkpointed: a resumed run counts afresh).
+        self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._seed = tf.Variable([int(seed), 0], dtype=tf.int64, trainable=False, name="seed")
         self.target_action_entropy = config.action_target_entropy(action_dim)
         self.target_beta_entropy = config.beta_target_entropy()
@@ -181,25 +184,37 @@ class TaacLearner:
         }
         return actor_loss, critic.loss, alpha_loss, metrics
 
-    def _apply(self, optimizer, grads, variables) -> tf.Tensor:
-        grads, norm, finite = clip_and_check(grads, self.config.max_grad_norm)
-        grads = [tf.where(finite, g, tf.zeros_like(g)) for g in grads]
-        optimizer.apply(grads, variables)
-        return norm
-
     def _update(self, batch: dict, seed: tf.Tensor) -> dict[str, tf.Tensor]:
-        actor_vars = self.actor.trainable_variables
-        critic_vars = self.critics.trainable_variables
-        alpha_vars = [self.log_alpha_a, self.log_alpha_b]
+        """One update; skipped (nothing applied, ``nonfinite_streak`` counted) when a loss
+        or a gradient is not finite, so no optimizer state moves either."""
+        variables = (
+            self.actor.trainable_variables,
+            self.critics.trainable_variables,
+            [self.log_alpha_a, self.log_alpha_b],
+        )
+        optimizers = (self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer)
         with tf.GradientTape(persistent=True) as tape:
-            actor_loss, critic_loss, alpha_loss, metrics = self._losses(batch, seed)
-        actor_grads = tape.gradient(actor_loss, actor_vars)
-        critic_grads = tape.gradient(critic_loss, critic_vars)
-        alpha_grads = tape.gradient(alpha_loss, alpha_vars)
+            *losses, metrics = self._losses(batch, seed)
+        clipped, finite = [], tf.constant(True)
+        for loss, part, name in zip(losses, variables, ("actor", "critic", None), strict=True):
+            grads, norm, ok = clip_and_check(tape.gradient(loss, part), self.config.max_grad_norm)
+            clipped.append(grads)
+            finite = tf.logical_and(finite, tf.logical_and(ok, tf.math.is_finite(loss)))
+            if name is not None:
+                metrics[f"{name}_grad_norm"] = norm
         del tape
-        metrics["actor_grad_norm"] = self._apply(self.actor_optimizer, actor_grads, actor_vars)
-        metrics["critic_grad_norm"] = self._apply(self.critic_optimizer, critic_grads, critic_vars)
-        self._apply(self.alpha_optimizer, alpha_grads, alpha_vars)
+
+        def apply():
+            for optimizer, grads, part in zip(optimizers, clipped, variables, strict=True):
+                optimizer.apply(grads, part)
+            self.nonfinite_streak.assign(0)
+            return tf.constant(0.0)
+
+        def skip():
+            self.nonfinite_streak.assign_add(1)
+            return tf.constant(1.0)
+
+        metrics["skipped"] = tf.cond(finite, apply, skip)
         self.updates.assign_add(1)
         rate = tf.where(
             self.updates % self.config.target_update_period == 0,
@@ -207,7 +222,7 @@ class TaacLearner:
             0.0,
         )
         for target, source in zip(
-            self.target_critics.trainable_variables, critic_vars, strict=True
+            self.target_critics.trainable_variables, variables[1], strict=True
         ):
             target.assign(target + rate * (source - target))
         return metrics
@@ -237,4 +252,5 @@ class TaacLearner:
         out = {name: float(v) / k for name, v in totals.items()}
         out["alpha_a"] = float(np.exp(self.log_alpha_a.numpy()))
         out["alpha_b"] = float(np.exp(self.log_alpha_b.numpy()))
+        out["nonfinite_streak"] = float(self.nonfinite_streak.numpy())
         return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfagents_vtrace.agents.common import LR_DECAYS, OPTIMIZERS
+from tfagents_vtrace.agents.optimization import LR_DECAYS, OPTIMIZERS
 from tfagents_vtrace.runtime.config import check_int  # noqa: F401 - re-exported for agents
 
 
@@ -46,7 +46,7 @@ def check_bool(name: str, value) -> None:
 class LearnerConfig:
     """What every learner's update reads: optimizer, learning-rate schedule, gradient
     clipping, XLA compilation and the non-finite stop (the fields of
-    :func:`tfagents_vtrace.agents.common.optimizer_from_config`)."""
+    :func:`tfagents_vtrace.agents.optimization.optimizer_from_config`)."""
 
     learning_rate: float = 7e-4
     """Initial learning rate (> 0)."""

@@ -10,15 +10,10 @@ import pytest
 from tests.runtime.test_actor import FailingVectorEnv, short_cartpole
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
+from tfagents_vtrace.runtime.actor_learner import bottleneck, time_fractions
+from tfagents_vtrace.runtime.checkpointing import restore_network
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.loop import (
-    NonFiniteLossError,
-    Trainer,
-    bottleneck,
-    time_fractions,
-    train,
-)
-from tfagents_vtrace.runtime.run_dir import restore_network
+from tfagents_vtrace.runtime.driver import NonFiniteLossError, make_driver, train
 
 AGENT = get_agent("impala")
 NET = NetworkConfig(hidden_sizes=(16,))
@@ -56,11 +51,11 @@ def test_env_that_raises_does_not_stop_training(tmp_path, num_actors):
 def test_non_finite_losses_stop_training_with_a_good_checkpoint(tmp_path):
     factory = lambda n, seed: NanRewards(short_cartpole(n, seed, 50))
     config = AGENT.Config(max_nonfinite_updates=3)
-    trainer = Trainer(_run(10_000), AGENT, config, NET, str(tmp_path), env_factory=factory)
-    initial = trainer.learner.network.get_weights()
+    trainer = make_driver(_run(10_000), AGENT, config, NET, str(tmp_path), env_factory=factory)
+    initial = trainer.agent.learner.network.get_weights()
     with pytest.raises(NonFiniteLossError, match="3 consecutive updates"):
         trainer.run()
-    assert trainer.updates == 3
+    assert trainer.counters.updates == 3
     restored = restore_network(str(tmp_path)).get_weights()
     for a, b in zip(initial, restored):  # every update was skipped: the weights are intact
         np.testing.assert_array_equal(a, b)
@@ -71,10 +66,10 @@ def test_training_into_an_existing_run_dir_resumes(tmp_path):
     first = train(_run(1024, eval_every=512), AGENT, AGENT.Config(), NET, logdir)
     assert not first["resumed"] and first["step"] == 1024
     saved = restore_network(logdir).get_weights()
-    trainer = Trainer(_run(2048, eval_every=512), AGENT, AGENT.Config(), NET, logdir)
-    for a, b in zip(saved, trainer.learner.network.get_weights()):  # network restored
+    trainer = make_driver(_run(2048, eval_every=512), AGENT, AGENT.Config(), NET, logdir)
+    for a, b in zip(saved, trainer.agent.learner.network.get_weights()):  # network restored
         np.testing.assert_array_equal(a, b)
-    assert int(trainer.learner.optimizer.iterations.numpy()) == 16  # optimizer restored
+    assert int(trainer.agent.learner.optimizer.iterations.numpy()) == 16  # optimizer restored
     second = trainer.run()
     assert second["resumed"] and second["step"] == 2048 and second["updates"] == 32
     steps = [row["step"] for row in _rows(logdir)]

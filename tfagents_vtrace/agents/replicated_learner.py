@@ -6,7 +6,7 @@ the learner owns the network and optimizer (built inside ``strategy.scope()``), 
 loss summed over the ``[T, B]`` batch and scaled by ``1 / (T * global_B)``, and, with several
 replicas, splits the batch along B and sums the replicas' gradients and metrics before the
 global-norm clipping, so every strategy computes the same update. A non-finite loss or
-gradient skips the update (:func:`tfagents_vtrace.agents.common.apply_if_finite`).
+gradient skips the update (:func:`tfagents_vtrace.agents.optimization.apply_if_finite`).
 
 Sample reuse: a config with ``num_epochs`` / ``num_minibatches`` (IMPALA's) makes one update
 ``num_epochs`` passes over the batch, each shuffling the B columns (whole unrolls) and taking
@@ -30,7 +30,8 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents import common
+from tfagents_vtrace.agents import batching, optimization
+from tfagents_vtrace.agents.batching import take_columns
 
 
 class ReplicatedLearner:
@@ -38,7 +39,7 @@ class ReplicatedLearner:
 
     Args:
       config: an instance of the subclass's ``config_type`` with the optimizer fields of
-        :func:`common.optimizer_from_config`, ``max_grad_norm`` and ``jit_compile``.
+        :func:`optimization.optimizer_from_config`, ``max_grad_norm`` and ``jit_compile``.
       network_factory: zero-argument callable building the (already built) network; called
         inside ``strategy.scope()``.
       strategy: a ``tf.distribute.Strategy`` (default: the current one). With several
@@ -75,15 +76,15 @@ class ReplicatedLearner:
         decay_steps = None if total_updates is None else total_updates * self._sgd_steps
         with self.strategy.scope():
             self.network = network_factory()
-            self.optimizer = common.optimizer_from_config(config, decay_steps)
+            self.optimizer = optimization.optimizer_from_config(config, decay_steps)
             self.optimizer.build(self.network.trainable_variables)
             self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
             self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
             self._make_variables()
         jit = bool(config.jit_compile and self.num_replicas == 1)
-        self._single_step = common.BatchFunction(self._step_and_weights, jit_compile=jit)
+        self._single_step = batching.BatchFunction(self._step_and_weights, jit_compile=jit)
         self._dist_step = tf.function(self._distributed_step, autograph=False)
-        self._old_fn = common.BatchFunction(self._old_outputs)
+        self._old_fn = batching.BatchFunction(self._old_outputs)
         self._read_weights = tf.function(self._weight_values, autograph=False)
         self._metric_names: list[str] = []
         # Weights as the last single-replica update left them (read inside that update).
@@ -178,7 +179,7 @@ class ReplicatedLearner:
         """
         metrics = dict(metrics)
         metrics.update(
-            common.apply_if_finite(
+            optimization.apply_if_finite(
                 self.optimizer,
                 grads,
                 self.network.trainable_variables,
@@ -265,19 +266,5 @@ class ReplicatedLearner:
         return self._apply(grads, metrics, inputs)
 
     def _distribute(self, batch: dict):
-        """Splits the numpy batch along B over the replicas (common.distribute_batch)."""
-        return common.distribute_batch(self.strategy, batch)
-
-
-def take_columns(batch: dict, idx, take) -> dict:
-    """The columns ``idx`` of an unroll batch: whole unrolls, every step of each kept.
-
-    Entries are ``[T(+1), B, ...]`` (taken on axis 1) except ``batch["state"]``, a tuple of
-    ``[B, ...]`` arrays (axis 0). ``take`` is ``tf.gather`` or ``np.take``."""
-    out = {}
-    for key, value in batch.items():
-        if key == "state":
-            out[key] = tuple(take(s, idx, axis=0) for s in value)
-        else:
-            out[key] = tf.nest.map_structure(lambda x: take(x, idx, axis=1), value)
-    return out
+        """Splits the numpy batch along B over the replicas (batching.distribute_batch)."""
+        return batching.distribute_batch(self.strategy, batch)

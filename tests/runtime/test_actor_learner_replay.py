@@ -6,7 +6,7 @@ import pytest
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.loop import Trainer
+from tfagents_vtrace.runtime.driver import make_driver
 
 AGENT = get_agent("impala")
 
@@ -14,20 +14,20 @@ AGENT = get_agent("impala")
 def _trainer(tmp_path, agent_config, **run):
     config = RunConfig(total_steps=640, num_envs=4, unroll_length=8, eval_episodes=1,
                        export_policy=False, num_actors=0, **run)  # fmt: skip
-    return Trainer(config, AGENT, agent_config, NetworkConfig(hidden_sizes=(8,)), str(tmp_path))
+    return make_driver(config, AGENT, agent_config, NetworkConfig(hidden_sizes=(8,)), str(tmp_path))
 
 
 def test_batches_carry_replayed_unrolls_with_their_own_behaviour_policy(tmp_path):
     config = AGENT.Config(replay_ratio=1.0, replay_unrolls=4, num_minibatches=2)
     trainer = _trainer(tmp_path, config, batch_unrolls=2)
     seen = []
-    train_step = trainer.learner.train_step
+    train_step = trainer.agent.learner.train_step
 
     def spy(batch):
         seen.append(batch)
         return train_step(batch)
 
-    trainer.learner.train_step = spy
+    trainer.agent.learner.train_step = spy
     final = trainer.run()
     assert final["step"] == 640  # env steps count fresh unrolls only: 10 updates of 2 x 4 x 8
     assert len(seen) == 10

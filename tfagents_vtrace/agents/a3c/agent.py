@@ -1,0 +1,91 @@
+"""A3C on the run driver: asynchronous workers updating one global network.
+
+Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
+https://arxiv.org/abs/1602.01783. ``num_workers`` :class:`~tfagents_vtrace.agents.a3c.worker.
+Worker` iterations run on a :class:`~tfagents_vtrace.runtime.workers.WorkerPool` (each with
+``num_envs`` environments and ``t_max``-step rollouts); the driver's thread only watches,
+evaluates and checkpoints, holding the shared optimizer's lock while it copies the weights
+or saves, so a checkpoint never holds half an update. The run ends within one rollout of
+``total_steps``: ``total_steps <= step < total_steps + t_max * num_envs``. The final row
+adds ``worker_steps`` (environment steps per worker in this process).
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+from tfagents_vtrace.agents import placement
+from tfagents_vtrace.agents.a3c.config import A3CConfig
+from tfagents_vtrace.agents.a3c.shared import A3CLearner
+from tfagents_vtrace.agents.a3c.worker import Worker
+from tfagents_vtrace.runtime.actor import ActorSpec, build_network
+from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.workers import WorkerPool
+
+
+class A3CAgent:
+    """The run agent of A3C (module docstring); ``record_order`` keeps the worker id of every
+    shared update in ``learner.shared.order`` (tests)."""
+
+    extra_state = None
+
+    def __init__(self, run, config, network_config, strategy=None, env_factory=None,
+                 record_order: bool = False):  # fmt: skip
+        placement.check_local_agent(run, strategy, config, A3CConfig, "A3C")
+        tf.keras.utils.set_random_seed(run.seed)
+        self.run_config, self.config, self.network_config = run, config, network_config
+        self.env_factory, self.pool, self.workers = env_factory, None, []
+        self.learner = A3CLearner(
+            config, self.build_network, record_order=record_order, total_steps=run.total_steps,
+            total_updates=math.ceil(run.total_steps / (config.t_max * run.num_envs)),
+        )  # fmt: skip
+        self.lock, self.max_nonfinite_updates = (
+            self.learner.shared.lock,
+            config.max_nonfinite_updates,
+        )
+
+    def build_network(self):
+        return build_network(self.network_config, self.run_config.env_id)
+
+    def checkpoint_items(self) -> dict:
+        return self.learner.checkpoint_items()
+
+    def start(self, counters) -> None:
+        run, factory, restart = self.run_config, self.env_factory, counters.env_steps
+        spec = ActorSpec(run.env_id, self.network_config, run.num_envs, self.config.t_max,
+                         seed=run.seed + 7919 * restart, env_mode=run.env_mode,
+                         policy_impl=run.policy_impl)  # fmt: skip
+        env_factory = None if factory is None else lambda seed: factory(run.num_envs, seed)
+        self.workers = [
+            Worker(i, self.learner, spec, self.build_network(), counters, env_factory)
+            for i in range(self.config.num_workers)
+        ]
+        steps = self.config.t_max * run.num_envs
+        self.pool = WorkerPool(self.workers, steps, restart, run.total_steps)
+        self.pool.start()
+
+    def advance(self) -> dict:
+        return self.pool.advance()
+
+    def get_weights(self) -> list:
+        return self.learner.get_weights()
+
+    def set_weights(self, weights: list) -> None:
+        self.learner.shared.read(lambda: self.learner.network.set_weights(weights))
+
+    def evaluation_policy(self):
+        return make_policy(self.build_network(), self.run_config.policy_impl, greedy=True)
+
+    def export(self, path: str) -> None:
+        from tfagents_vtrace.export import export_policy
+
+        export_policy(self.learner.network, path, overwrite=True)
+
+    def row_fields(self, times: dict | None) -> dict:
+        return {"worker_steps": [int(w.steps) for w in self.workers]} if times is None else {}
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()

@@ -1,0 +1,165 @@
+"""ACER on the run driver: on-policy unrolls + episodic replay, inline or on worker threads.
+
+Wang et al. 2016, https://arxiv.org/abs/1611.01224 (Algorithm 1). Each iteration acts
+``t_max`` steps on ``num_envs`` environments, stores the unroll in the
+:class:`~tfagents_vtrace.replay.episodic.EpisodicReplay`, runs one on-policy update (unless
+``disable_online_update``) and, once the replay holds ``replay_start_size`` transitions,
+``n_times_replay`` updates on replayed sequences.
+
+* ``num_workers = 0`` (default): inline, one actor that acts with the learner's own network
+  (no copy, no policy lag); :meth:`AcerAgent.advance` is one iteration.
+* ``num_workers = N``: N asynchronous workers (:class:`~tfagents_vtrace.runtime.workers.
+  WorkerPool`), each with its environments and a local network copy; they compute gradients
+  locally and apply them to the global network and its average under the learner's lock,
+  and share one replay.
+
+The driver archives the replay beside each checkpoint (before it) and restores it on resume.
+Rows add the ACER statistics ``average_value``, ``average_entropy`` and ``average_kl``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.agents import placement
+from tfagents_vtrace.agents.acer.config import AcerConfig
+from tfagents_vtrace.agents.acer.learner import AcerLearner
+from tfagents_vtrace.replay.episodic import EpisodicReplay
+from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
+from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.workers import WorkerPool
+
+
+class AcerAgent:
+    """The run agent of ACER (module docstring); ``env_factory`` is ``(num_envs, seed) ->
+    VectorEnv``."""
+
+    def __init__(self, run, config, network_config, strategy=None, env_factory=None):
+        placement.check_local_agent(run, strategy, config, AcerConfig, "ACER")
+        tf.keras.utils.set_random_seed(run.seed)
+        self.run_config, self.config, self.network_config = run, config, network_config
+        self.env_factory = env_factory
+        self.steps = config.t_max * run.num_envs
+        per_iter = max(int(not config.disable_online_update) + config.n_times_replay, 1)
+        updates = math.ceil(run.total_steps / self.steps) * per_iter
+        self.learner = AcerLearner(config, self.build_network, total_updates=updates)
+        self.lock, self.max_nonfinite_updates = self.learner.lock, config.max_nonfinite_updates
+        self.extra_state = EpisodicReplay(config.replay_capacity)
+        self.pool, self.inline, self._zero_states = None, None, {}
+
+    def build_network(self):
+        return build_network(self.network_config, self.run_config.env_id)
+
+    def checkpoint_items(self) -> dict:
+        return self.learner.checkpoint_items()
+
+    def actor(self, worker: int, network) -> Actor:
+        """Worker ``worker``'s actor (0: the inline one), seeded by the restored step."""
+        run, factory = self.run_config, self.env_factory
+        spec = ActorSpec(
+            run.env_id, self.network_config, run.num_envs, self.config.t_max,
+            seed=run.seed + 7919 * self.counters.env_steps + 104_729 * worker,
+            env_mode=run.env_mode, policy_impl=run.policy_impl,
+        )  # fmt: skip
+        env_factory = None if factory is None else lambda seed: factory(run.num_envs, seed)
+        return Actor(spec, max(worker - 1, 0), network, env_factory)
+
+    def start(self, counters) -> None:
+        self.counters = counters
+        self.rng = np.random.default_rng(self.run_config.seed + 7919 * counters.env_steps)
+        if self.config.num_workers == 0:
+            self.inline = self.actor(0, self.learner.network)
+            return
+        workers = [AcerWorker(self, i + 1) for i in range(self.config.num_workers)]
+        total = self.run_config.total_steps
+        self.pool = WorkerPool(workers, self.steps, counters.env_steps, total)
+        self.pool.start()
+
+    def advance(self) -> dict:
+        if self.pool is not None:
+            return self.pool.advance()
+        return self.iterate(self.inline, 0, self.learner.train_step)
+
+    def iterate(self, actor: Actor, stream: int, update) -> dict:
+        """One ACER iteration: act, store, on-policy update, replay updates, count."""
+        item = None
+        while item is None:  # None: the env raised and was recreated
+            item = actor.unroll()
+        unroll, info = item
+        self.extra_state.add_unroll(unroll, stream)
+        metrics, updates = {}, 0
+        if not self.config.disable_online_update:
+            metrics, updates = update(unroll), 1
+        for _ in range(self.config.n_times_replay):
+            batch = self._replay_batch()
+            if batch is None:
+                break
+            metrics, updates = update(batch), updates + 1
+        with self.lock:  # counted with the updates, as a checkpoint sees them
+            self.counters.add(steps=self.steps, updates=updates, info=info)
+        return metrics
+
+    def _replay_batch(self) -> dict | None:
+        """A replayed batch, or None while the replay is below ``replay_start_size``."""
+        if len(self.extra_state) < max(self.config.replay_start_size, 1):
+            return None
+        size = self.config.replay_batch_size or self.run_config.num_envs
+        if size not in self._zero_states:  # the initial state as numpy, once per size
+            state = self.learner.network.initial_state(size)
+            self._zero_states[size] = tuple(s.numpy() for s in state)
+        return self.extra_state.sample(size, self.config.t_max, self.rng, self._zero_states[size])
+
+    def get_weights(self) -> list:
+        return self.learner.get_weights()
+
+    def set_weights(self, weights: list) -> None:
+        self.learner.network.set_weights(weights)
+
+    def evaluation_policy(self):
+        return make_policy(self.build_network(), self.run_config.policy_impl, greedy=True)
+
+    def export(self, path: str) -> None:
+        from tfagents_vtrace.export import export_policy
+
+        export_policy(self.learner.network, path, overwrite=True)
+
+    def row_fields(self, times: dict | None) -> dict:
+        return {"replay_size": len(self.extra_state)} if times is not None else {}
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        elif self.inline is not None:
+            self.inline.close()
+
+
+class AcerWorker:
+    """An asynchronous ACER worker: its own network copy and actor; its updates go to the
+    global network through the learner (``gradients_fn``, ``apply_gradients``)."""
+
+    def __init__(self, agent: AcerAgent, worker: int):
+        self.agent, self.learner, self.worker = agent, agent.learner, worker
+        self.network = agent.build_network()
+        self.actor = agent.actor(worker, self.network)
+        self._grads = self.learner.gradients_fn(self.network)
+
+    def _sync(self) -> None:
+        with self.learner.lock:
+            weights = self.learner.get_weights()
+        self.network.set_weights(weights)
+
+    def update(self, batch: dict) -> dict:
+        """Sync the local copy, compute gradients on it, apply them globally."""
+        self._sync()
+        grads, metrics = self._grads(batch)
+        return self.learner.apply_gradients(grads, metrics)
+
+    def iterate(self) -> dict:
+        self._sync()
+        return self.agent.iterate(self.actor, self.worker, self.update)
+
+    def close(self) -> None:
+        self.actor.close()

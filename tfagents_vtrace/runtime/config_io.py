@@ -1,0 +1,122 @@
+"""The JSON files of a run directory: ``config.json`` and ``final.json`` written atomically as
+strict JSON (``null`` for non-finite values), read back as data.
+
+``config.json`` holds the agent name, env id and the agent, network and run configs (enough
+to rebuild the network, see :func:`tfagents_vtrace.runtime.checkpointing.restore_network`).
+Values read from it are data, never code: an env id must be a registered gymnasium id
+(:func:`read_env_id`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as JSON values: dataclasses and tuples become dicts and lists, numpy scalars
+    Python ones, and non-finite floats (NaN, inf) ``None``."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dumps(value: Any, **kwargs) -> str:
+    """Strict JSON text of ``value`` (see :func:`_jsonable`): ``null`` where a float is not
+    finite, never the bare ``NaN`` / ``Infinity`` that strict parsers reject."""
+    return json.dumps(_jsonable(value), allow_nan=False, **kwargs)
+
+
+def write_config(logdir: str, config: dict, name: str = "config.json") -> str:
+    """Writes ``config`` (dataclasses allowed) to ``DIR/name`` atomically, as strict JSON;
+    returns the path."""
+    text = dumps(config, indent=2, sort_keys=True)  # a value JSON cannot hold fails here
+    os.makedirs(logdir, exist_ok=True)
+    path = os.path.join(logdir, name)
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:  # e.g. a full disk: no partial file is left behind
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+    return path
+
+
+def run_config_dict(agent_name: str, run, agent_config, network_config) -> dict:
+    """What ``config.json`` holds: agent name, env id and the agent, network and run configs
+    (enough to rebuild the network, see :func:`restore_network`), as JSON values."""
+    config = {
+        "agent": agent_name,
+        "env_id": run.env_id,
+        "agent_config": agent_config,
+        "network_config": network_config,
+        "run_config": run,
+    }
+    return json.loads(dumps(config))
+
+
+def write_run_config(logdir: str, agent_name: str, run, agent_config, network_config) -> str:
+    """Writes the run's ``config.json`` (:func:`run_config_dict`)."""
+    return write_config(logdir, run_config_dict(agent_name, run, agent_config, network_config))
+
+
+def read_config(logdir: str) -> dict:
+    """Reads ``DIR/config.json``."""
+    path = os.path.join(logdir, "config.json")
+    if not os.path.exists(path):
+        raise ValueError(f"logdir: no config.json in {logdir!r}")
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_env_id(config: dict, logdir: str) -> str:
+    """The env id of a run directory's ``config.json`` (``config``, read from ``logdir``),
+    checked to be data: a registered gymnasium id without a ``module:`` prefix (which
+    ``gym.make`` would import), see :func:`tfagents_vtrace.envs.factory.check_registered_id`.
+
+    Raises:
+      ValueError: ``"env_id: ..."`` naming the id and the file, when it is not such an id.
+    """
+    from tfagents_vtrace.envs.factory import check_registered_id
+
+    try:
+        return check_registered_id(config.get("env_id"), "env_id")
+    except ValueError as e:
+        raise ValueError(f"{e} (in {os.path.join(logdir, 'config.json')})") from None
+
+
+def last_json_line(text: str) -> dict:
+    """The last line of ``text`` that parses as a JSON object (``{}`` if none): the final
+    row that ``experiments.train`` prints."""
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return {}
+
+
+def dataclass_from_dict(cls, data: dict):
+    """Builds dataclass ``cls`` from a config.json dict (lists become tuples; unknown keys
+    are ignored so older run directories still load)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+    return cls(**kwargs)

@@ -1,0 +1,333 @@
+"""The run driver: one run lifecycle for every agent (DESIGN.md "The run driver").
+
+As Acme's environment loop (``acme/environment_loop.py``) drives any agent with an injected
+counter, logger and checkpointer, :class:`Driver` owns a run's life and the agent only
+computes. The driver restores the run directory's checkpoint (or writes a step-0 one, so a
+run killed before its first timed checkpoint resumes by the same command), counts
+(:class:`~tfagents_vtrace.runtime.counters.Counters`), calls the agent until
+``total_steps``, writes metrics rows (``metrics.jsonl`` + TensorBoard, trimmed to the
+checkpoint on resume) every ``log_every_s`` seconds once the step moved, evaluates greedily
+every ``eval_every`` steps on separate environments (all three schedules are
+:mod:`~tfagents_vtrace.runtime.triggers`), stops at the first evaluation reaching
+``stop_return`` (keeping the evaluated weights), checkpoints every ``checkpoint_every_s``
+seconds, and ends with a last evaluation, a checkpoint, the export to ``DIR/policy`` and
+``final.json``. A run that already ended is not trained again.
+
+Failures, one policy for every agent: an update whose loss or gradient is not finite is
+skipped and counted by the learner (``nonfinite_streak`` in its metrics); after
+``max_nonfinite_updates`` in a row the driver saves a checkpoint (the weights of the last
+good update) and raises :class:`NonFiniteLossError`. A stop request (Ctrl-C, SIGTERM:
+:mod:`~tfagents_vtrace.runtime.stop_signals`) ends the run between two iterations with a
+checkpoint and ``RunInterrupted``.
+
+The agent (:class:`RunAgent`) is one of three process shapes: an actor-learner over an unroll
+source (IMPALA, A2C: :mod:`~tfagents_vtrace.runtime.actor_learner`), asynchronous workers
+(A3C, ACER with workers: :mod:`~tfagents_vtrace.runtime.workers`), or inline (ACER, TAAC).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import time
+from typing import Protocol
+
+from tfagents_vtrace.replay import storage
+from tfagents_vtrace.runtime import strategy as strategy_lib
+from tfagents_vtrace.runtime.checkpointing import Checkpointer
+from tfagents_vtrace.runtime.config_io import run_config_dict, write_config
+from tfagents_vtrace.runtime.counters import Counters
+from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
+from tfagents_vtrace.runtime.metrics_log import MetricsLog
+from tfagents_vtrace.runtime.progress import Progress
+from tfagents_vtrace.runtime.run_dir import finished_row
+from tfagents_vtrace.runtime.stop_signals import check_stop, checkpoint_on_interrupt
+from tfagents_vtrace.runtime.triggers import IntervalTrigger, TimeTrigger
+
+log = logging.getLogger(__name__)
+
+
+class NonFiniteLossError(RuntimeError):
+    """Raised after too many consecutive non-finite updates (a checkpoint is saved first)."""
+
+
+class RunAgent(Protocol):
+    """What the driver calls, and nothing else.
+
+    ``lock`` is held while the driver checkpoints or copies the weights (asynchronous
+    workers update under it); ``extra_state`` (or None) has ``save(path)``, ``load(path)``
+    and ``len()``: a replay, archived *before* each checkpoint and loaded *after* it.
+    """
+
+    lock: contextlib.AbstractContextManager
+    extra_state: object | None
+    max_nonfinite_updates: int
+
+    def checkpoint_items(self) -> dict:
+        """Trackables to checkpoint; a ``network`` entry is required (exports read it)."""
+
+    def start(self, counters: Counters) -> None:
+        """Starts acting from the restored ``counters`` (it counts into them)."""
+
+    def advance(self) -> dict:
+        """Runs one iteration; returns the learner's metrics (may be empty)."""
+
+    def get_weights(self) -> list: ...
+
+    def set_weights(self, weights: list) -> None: ...
+
+    def evaluation_policy(self):
+        """A greedy acting policy with ``set_weights`` (see ``runtime.evaluation``)."""
+
+    def export(self, path: str) -> None:
+        """Exports the policy to ``path`` (a SavedModel, replacing one there)."""
+
+    def row_fields(self, times: dict | None) -> dict:
+        """Fields the agent adds to a row; ``times`` has the row's ``interval`` and ``eval``
+        seconds, None for the final row."""
+
+    def close(self) -> None:
+        """Stops acting (threads joined, environments closed); the learner stays usable."""
+
+
+def build_agent(run, agent, agent_config, network_config, **kwargs) -> RunAgent:
+    """The :class:`RunAgent` of registry module ``agent``: its ``run_agent(...)`` when it has
+    one, else the actor-learner of its ``Learner``; ``kwargs``: ``strategy``,
+    ``env_factory`` and the agent's own."""
+    if hasattr(agent, "run_agent"):
+        return agent.run_agent(run, agent_config, network_config, **kwargs)
+    from tfagents_vtrace.runtime.actor_learner import ActorLearner
+
+    return ActorLearner(run, agent, agent_config, network_config, **kwargs)
+
+
+def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs) -> Driver:
+    """A :class:`Driver` of ``agent`` (a registry module) into run directory ``logdir``.
+
+    ``kwargs``: ``strategy``, ``start_time`` (``time.time()`` at process start),
+    ``env_factory`` (``(num_envs, seed) -> VectorEnv``, e.g. failing environments in
+    tests), ``agent_name`` (stored in config.json; default: the module's name) and the
+    agent's own keyword arguments.
+    """
+    name = kwargs.pop("agent_name", None) or agent.__name__.rsplit(".", 1)[-1]
+    start_time = kwargs.pop("start_time", None)
+    kwargs.setdefault("strategy", None)
+    glue = build_agent(run, agent, agent_config, network_config, **kwargs)
+    config = run_config_dict(name, run, agent_config, network_config)
+    return Driver(
+        run, glue, logdir, config, start_time, kwargs["strategy"], kwargs.get("env_factory")
+    )
+
+
+def train(run, agent, agent_config, network_config, logdir: str, **kwargs) -> dict:
+    """Trains ``agent`` into ``logdir`` (:func:`make_driver`); returns the final row."""
+    return make_driver(run, agent, agent_config, network_config, logdir, **kwargs).run()
+
+
+class Driver:
+    """Runs ``agent`` into run directory ``logdir`` (module docstring); :meth:`run` trains.
+
+    Args:
+      run: the :class:`~tfagents_vtrace.runtime.config.RunConfig`.
+      agent: a :class:`RunAgent`.
+      logdir: the run directory (resumed when it holds a checkpoint).
+      config: what ``config.json`` holds (``config_io.run_config_dict``).
+      start_time: ``time.time()`` at process start (wall times count from it).
+      strategy: the learner's strategy; under ``multi_worker`` only the chief writes
+        ``logdir`` (the others a temporary directory) and checkpoints follow steps.
+      env_factory: ``(num_envs, seed) -> VectorEnv`` of the evaluation (and the agent's).
+    """
+
+    def __init__(
+        self, run, agent, logdir, config, start_time=None, strategy=None, env_factory=None
+    ):
+        self.run_config, self.agent, self.env_factory = run, agent, env_factory
+        self.role = strategy_lib.worker_role(strategy)
+        self.chief_logdir, self.logdir = logdir, strategy_lib.write_dir(logdir, self.role)
+        items = agent.checkpoint_items()
+        if "network" not in items:
+            raise ValueError(f"checkpoint_items: a 'network' entry is required, {sorted(items)}")
+        self.checkpointer = Checkpointer(self.logdir, items)
+        self.resumed = strategy_lib.restore_checkpoint(self.checkpointer, logdir, self.role)
+        restored = self.checkpointer.values() if self.resumed else {}
+        self.counters = Counters(restored, start_time)
+        self.metrics = MetricsLog(self.logdir)
+        self.metrics.truncate_after(self.counters.env_steps if self.resumed else -1)
+        write_config(self.logdir, config)
+        self.extra_restored = self._restore_extra() if self.resumed else 0
+        self._metrics: dict = {}
+        self._eval_seconds, self.eval_weights = 0.0, None
+        self._row_step, self._row_time = self.counters.env_steps, time.monotonic()
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self) -> str:
+        """Extra state (replay) first, then the checkpoint of the same step; stale archives
+        are pruned. Counters are read once, under the agent's lock."""
+        state = self.agent.extra_state
+        with self.agent.lock:
+            counts = self.counters.snapshot()
+            if state is not None:
+                state.save(storage.replay_path(self.logdir, counts["env_steps"]))
+            path = self.checkpointer.save(**counts)
+        if state is not None:
+            keep = [int(p.rsplit("-", 1)[1]) for p in self.checkpointer.manager.checkpoints]
+            storage.prune_replays(self.logdir, keep)
+        return path
+
+    def _restore_extra(self) -> int:
+        state, step = self.agent.extra_state, self.counters.env_steps
+        if state is None:
+            return 0
+        path = storage.replay_path(self.chief_logdir, step)
+        if not os.path.exists(path):
+            log.warning(
+                "no replay archive %s for checkpoint %d: the replay starts empty", path, step
+            )
+            return 0
+        state.load(path)
+        return len(state)
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> dict:
+        """Trains until ``total_steps``, ``stop_return`` or a fatal error; the final row.
+
+        A run that already ended at the restored step returns its final row with
+        ``already_finished: True`` (no training, no new rows, no export). Ctrl-C / SIGTERM
+        (a stop request): acting stops, a checkpoint is saved and ``RunInterrupted`` raised.
+        """
+        run, counters = self.run_config, self.counters
+        finished = self.resumed and finished_row(self.chief_logdir, run, counters.env_steps)
+        if finished:
+            self.agent.close()
+            self.metrics.close()
+            return finished
+        # Multi-worker saves are collective, so only a single process saves on Ctrl-C.
+        single = self.role.task_type is None
+        guard = checkpoint_on_interrupt(self, lambda: self.counters.env_steps)
+        progress = Progress(run.total_steps, counters.env_steps)
+        evaluator = make_evaluator(run, self.agent.evaluation_policy(), self.env_factory)
+        start, start_steps = time.monotonic(), counters.env_steps
+        try:
+            with guard if single else contextlib.nullcontext():
+                try:
+                    self.agent.start(counters)
+                    if not self.resumed:
+                        self.save()  # step 0: the same command resumes a run killed early
+                    last_eval, solved_wall = self._loop(evaluator, progress)
+                finally:
+                    self.agent.close()
+                    progress.close()
+            sps = (counters.env_steps - start_steps) / max(time.monotonic() - start, 1e-9)
+            if solved_wall is not None:  # keep (and export) the weights that reached it
+                self.agent.set_weights(self.eval_weights)
+            elif last_eval is None or last_eval["step"] != counters.env_steps:
+                last_eval = self._evaluate(evaluator)
+                self._write_row(last_eval, progress)
+        finally:
+            evaluator.close()
+        return self._finish(last_eval, solved_wall, round(sps, 1))
+
+    def _loop(self, evaluator: Evaluator, progress: Progress) -> tuple[dict | None, float | None]:
+        """Advances the agent, writes rows, evaluates and checkpoints until ``total_steps``
+        or ``stop_return``; returns the newest evaluation row and the solving wall time."""
+        run, counters = self.run_config, self.counters
+        evals = IntervalTrigger(run.eval_every, counters.env_steps)
+        rows = TimeTrigger(run.log_every_s)
+        if self.role.task_type is None:
+            saves = TimeTrigger(run.checkpoint_every_s)
+        else:  # multi_worker saves are collective: every worker saves at the same step
+            every = run.eval_every or max(run.total_steps // 10, 1)
+            saves = IntervalTrigger(every, counters.env_steps)
+        last_eval = None
+        while counters.env_steps < run.total_steps:
+            check_stop()
+            self._metrics = self.agent.advance() or self._metrics
+            step = counters.env_steps
+            progress.update(step, counters.returns)
+            self._check_finite()
+            eval_row = self._evaluate(evaluator) if evals(step) else None
+            last_eval = eval_row or last_eval
+            if eval_row is not None or (self._row_step < step < run.total_steps and rows()):
+                self._write_row(eval_row, progress)
+            if eval_row is not None and run.stop_return is not None:
+                if eval_row["eval_return"] >= run.stop_return:
+                    return last_eval, eval_row["wall_time"]
+            due = saves() if isinstance(saves, TimeTrigger) else saves(step)
+            if due and step < run.total_steps:  # the final checkpoint follows the loop
+                self.save()
+        return last_eval, None
+
+    def _check_finite(self) -> None:
+        streak = int(self._metrics.get("nonfinite_streak", 0))
+        if streak >= self.agent.max_nonfinite_updates:
+            path = self.save()
+            raise NonFiniteLossError(
+                f"{streak} consecutive updates had a non-finite loss or gradient (at step "
+                f"{self.counters.env_steps}); training stopped. The last good weights are in "
+                f"checkpoint {path}."
+            )
+
+    def _evaluate(self, evaluator: Evaluator) -> dict:
+        """Greedy evaluation of a copy of the weights (kept: a solving one is restored)."""
+        start = time.perf_counter()
+        with self.agent.lock:
+            self.eval_weights, step = self.agent.get_weights(), self.counters.env_steps
+        evaluator.set_weights(self.eval_weights)
+        row = evaluator.run()
+        row.update(step=int(step), wall_time=round(self.counters.wall_time(), 3))
+        self._eval_seconds += time.perf_counter() - start
+        return row
+
+    def _write_row(self, eval_row: dict | None, progress: Progress) -> None:
+        now, step = time.monotonic(), self.counters.env_steps
+        interval = max(now - self._row_time, 1e-9)
+        row = {
+            "step": int(step),
+            "wall_time": round(self.counters.wall_time(), 3),
+            "sps": round((step - self._row_step) / interval, 1),
+            **self.counters.row(),
+            **{k: v for k, v in self._metrics.items() if k != "nonfinite_streak"},
+            **self.agent.row_fields({"interval": interval, "eval": self._eval_seconds}),
+        }
+        if eval_row is not None:
+            row.update({k: v for k, v in eval_row.items() if k not in ("step", "wall_time")})
+        self._eval_seconds, self._row_step, self._row_time = 0.0, step, now
+        self.metrics.write(row)
+        progress.log(row)
+
+    def _finish(self, last_eval: dict, solved_wall: float | None, train_sps: float) -> dict:
+        """The last checkpoint, the export, ``final.json``; returns the final row."""
+        self.save()
+        train_wall = self.counters.wall_time()
+        if self.run_config.export_policy:
+            export_into_run(os.path.join(self.logdir, "policy"), self.agent.export)
+        self.metrics.close()
+        counts, state = self.counters.snapshot(), self.agent.extra_state
+        final = {
+            "final": True,
+            "step": counts["env_steps"],
+            "wall_time": round(self.counters.wall_time(), 3),
+            "train_wall_time": round(train_wall, 3),
+            "solve_wall_time": solved_wall,
+            "solve_step": last_eval["step"] if solved_wall is not None else None,
+            **{k: v for k, v in last_eval.items() if k not in ("step", "wall_time")},
+            "train_sps": train_sps,
+            **{k: counts[k] for k in ("updates", "episodes", "env_restarts")},
+            "resumed": bool(self.resumed),
+            **self.agent.row_fields(None),
+        }
+        if state is not None:
+            final.update(replay_size=len(state), replay_restored=int(self.extra_restored))
+        write_config(self.logdir, final, name="final.json")
+        return final
+
+
+def export_into_run(path: str, export) -> None:
+    """``export(path)`` into a run's ``policy/``; a ``policy/`` that is not a SavedModel (the
+    run's own export, cut by a kill before exports were atomic) is replaced first."""
+    partial = os.path.isdir(path) and not os.path.islink(path) and os.listdir(path)
+    if partial and not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        shutil.rmtree(path)
+    export(path)
