@@ -19,12 +19,12 @@ from tfagents_vtrace.runtime.driver import make_driver
 A3C = get_agent("a3c")
 
 
-def A3CTrainer(run, config, net, logdir, **kwargs):  # noqa: N802 - the old trainer's name
+def a3c_driver(run, config, net, logdir, **kwargs):
     return make_driver(run, A3C, config, net, logdir, **kwargs)
 
 
 def train(run, config, net, logdir):
-    return A3CTrainer(run, config, net, logdir).run()
+    return a3c_driver(run, config, net, logdir).run()
 
 
 @pytest.mark.parametrize("field,value", [("num_workers", 0), ("t_max", 0), ("gae_lambda", -1)])
@@ -64,7 +64,7 @@ def test_workers_interleave_and_global_step_is_the_sum_of_worker_steps(tmp_path)
         export_policy=False, log_every_s=0.05,
     )  # fmt: skip
     config = A3CConfig(num_workers=3, t_max=5, entropy_start=0.05, entropy_end=0.0)
-    trainer = A3CTrainer(
+    trainer = a3c_driver(
         run, config, NetworkConfig(hidden_sizes=(16,)), str(tmp_path), record_order=True
     )
     final = trainer.run()
@@ -114,7 +114,7 @@ def test_stop_return_keeps_the_evaluated_weights(tmp_path):
         env_id="CartPole-v1", total_steps=100_000, num_envs=2, eval_every=200, eval_episodes=2,
         stop_return=0.0, export_policy=False,
     )  # fmt: skip
-    trainer = A3CTrainer(run, A3CConfig(num_workers=2, t_max=5), NetworkConfig(hidden_sizes=(8,)),
+    trainer = a3c_driver(run, A3CConfig(num_workers=2, t_max=5), NetworkConfig(hidden_sizes=(8,)),
                          str(tmp_path))  # fmt: skip
     final = trainer.run()
     assert final["solve_wall_time"] is not None and 200 <= final["solve_step"] <= final["step"]
@@ -129,7 +129,7 @@ def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
 
     run = RunConfig(backend="ray", num_actors=1, total_steps=100)
     with pytest.raises(ValueError, match="backend"):
-        A3CTrainer(run, A3CConfig(), NetworkConfig(), str(tmp_path))
+        a3c_driver(run, A3CConfig(), NetworkConfig(), str(tmp_path))
 
 
 def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(tmp_path, capsys):
@@ -142,7 +142,7 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
     run = RunConfig(env_id="CartPole-v1", total_steps=605, num_envs=2, eval_episodes=2,
                     export_policy=False, log_every_s=0.05)  # fmt: skip
     config, net = A3CConfig(num_workers=2, t_max=5), NetworkConfig(hidden_sizes=(8,))
-    trainer = A3CTrainer(run, config, net, str(tmp_path))
+    trainer = a3c_driver(run, config, net, str(tmp_path))
     advance = trainer.agent.advance
 
     def interrupt_after_100_steps():
@@ -181,7 +181,7 @@ def test_checkpoints_are_written_under_the_shared_lock(tmp_path):
 
     run = RunConfig(env_id="CartPole-v1", total_steps=300, num_envs=2, eval_episodes=1,
                     export_policy=False, checkpoint_every_s=0.05)  # fmt: skip
-    trainer = A3CTrainer(run, A3CConfig(num_workers=2, t_max=5), NetworkConfig(hidden_sizes=(8,)),
+    trainer = a3c_driver(run, A3CConfig(num_workers=2, t_max=5), NetworkConfig(hidden_sizes=(8,)),
                          str(tmp_path))  # fmt: skip
     lock, held = trainer.agent.learner.shared.lock, []
     save = trainer.checkpointer.manager.save

@@ -42,7 +42,7 @@ def ray_session():
 
 @pytest.fixture
 def pools(monkeypatch):
-    """Records every RayActorPool the Trainer starts (to probe its actors afterwards)."""
+    """Records every RayActorPool the actor-learner starts (to probe its actors afterwards)."""
     started = []
     original = ray_backend.RayActorPool.start
 

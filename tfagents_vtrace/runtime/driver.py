@@ -2,27 +2,26 @@
 
 As Acme's environment loop (``acme/environment_loop.py``) drives any agent with an injected
 counter, logger and checkpointer, :class:`Driver` owns a run's life and the agent only
-computes. The driver restores the run directory's checkpoint (or writes a step-0 one, so a
-run killed before its first timed checkpoint resumes by the same command), counts
-(:class:`~tfagents_vtrace.runtime.counters.Counters`), calls the agent until
-``total_steps``, writes metrics rows (``metrics.jsonl`` + TensorBoard, trimmed to the
-checkpoint on resume) every ``log_every_s`` seconds once the step moved, evaluates greedily
-every ``eval_every`` steps on separate environments (all three schedules are
-:mod:`~tfagents_vtrace.runtime.triggers`), stops at the first evaluation reaching
-``stop_return`` (keeping the evaluated weights), checkpoints every ``checkpoint_every_s``
-seconds, and ends with a last evaluation, a checkpoint, the export to ``DIR/policy`` and
-``final.json``. A run that already ended is not trained again.
+computes. It restores the run directory's checkpoint or writes a step-0 one (a run killed
+before its first timed checkpoint resumes by the same command), counts
+(:mod:`~tfagents_vtrace.runtime.counters`), calls the agent until ``total_steps``, writes a
+metrics row (``metrics.jsonl`` + TensorBoard, trimmed to the checkpoint on resume) every
+``log_every_s`` seconds once the step moved, evaluates greedily every ``eval_every`` steps
+on separate environments, checkpoints every ``checkpoint_every_s`` seconds (one trigger
+semantics for the three: :mod:`~tfagents_vtrace.runtime.triggers`), stops at the first
+evaluation reaching ``stop_return`` with the evaluated weights, and ends with an evaluation,
+a checkpoint, the export to ``DIR/policy`` and ``final.json``. An ended run is not retrained.
 
-Failures, one policy for every agent: an update whose loss or gradient is not finite is
-skipped and counted by the learner (``nonfinite_streak`` in its metrics); after
-``max_nonfinite_updates`` in a row the driver saves a checkpoint (the weights of the last
-good update) and raises :class:`NonFiniteLossError`. A stop request (Ctrl-C, SIGTERM:
-:mod:`~tfagents_vtrace.runtime.stop_signals`) ends the run between two iterations with a
-checkpoint and ``RunInterrupted``.
+One failure policy for every agent: an update whose loss or gradient is not finite is
+skipped and counted by the learner (``nonfinite_streak``); after ``max_nonfinite_updates``
+in a row the driver saves the last good weights and raises :class:`NonFiniteLossError`. A
+stop request (Ctrl-C, SIGTERM: :mod:`~tfagents_vtrace.runtime.stop_signals`) ends the run
+between two iterations with a checkpoint and ``RunInterrupted``.
 
-The agent (:class:`RunAgent`) is one of three process shapes: an actor-learner over an unroll
-source (IMPALA, A2C: :mod:`~tfagents_vtrace.runtime.actor_learner`), asynchronous workers
-(A3C, ACER with workers: :mod:`~tfagents_vtrace.runtime.workers`), or inline (ACER, TAAC).
+The agent (:class:`RunAgent`) has one of three process shapes: an actor-learner over an
+unroll source (IMPALA, A2C: :mod:`~tfagents_vtrace.runtime.actor_learner`), asynchronous
+workers (A3C, ACER with workers: :mod:`~tfagents_vtrace.runtime.workers`), or inline (ACER,
+TAAC).
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import time
 from typing import Protocol
 
@@ -42,7 +40,7 @@ from tfagents_vtrace.runtime.counters import Counters
 from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
 from tfagents_vtrace.runtime.metrics_log import MetricsLog
 from tfagents_vtrace.runtime.progress import Progress
-from tfagents_vtrace.runtime.run_dir import finished_row
+from tfagents_vtrace.runtime.run_dir import export_into_run, finished_row
 from tfagents_vtrace.runtime.stop_signals import check_stop, checkpoint_on_interrupt
 from tfagents_vtrace.runtime.triggers import IntervalTrigger, TimeTrigger
 
@@ -56,55 +54,80 @@ class NonFiniteLossError(RuntimeError):
 class RunAgent(Protocol):
     """What the driver calls, and nothing else.
 
-    ``lock`` is held while the driver checkpoints or copies the weights (asynchronous
-    workers update under it); ``extra_state`` (or None) has ``save(path)``, ``load(path)``
-    and ``len()``: a replay, archived *before* each checkpoint and loaded *after* it.
+    * ``checkpoint_items()``: trackables to checkpoint; a ``network`` entry is required.
+    * ``extra_state``: None, or state with ``save(path)``, ``load(path)`` and ``len()`` (a
+      replay) archived *before* each checkpoint and loaded *after* it.
+    * ``start(counters)``: starts acting from the restored counters (it counts into them);
+      ``advance()``: runs one iteration and returns the learner's metrics (may be empty);
+      ``close()``: stops acting (threads joined, environments closed), the learner stays.
+    * ``get_weights()`` / ``set_weights(weights)``: the policy's weights out and in, under
+      ``lock`` (held while the driver checkpoints too: asynchronous workers update under it).
+    * ``evaluation_policy()``: a greedy policy with ``set_weights`` (``runtime.evaluation``).
+    * ``export(path)``: writes the policy's SavedModel to ``path``, replacing one there.
+    * ``row_fields(times)``: fields the agent adds to a row; ``times`` holds the row's
+      ``interval`` and ``eval`` seconds, None for the final row.
+    * ``max_nonfinite_updates``: non-finite updates in a row that stop the run.
     """
 
     lock: contextlib.AbstractContextManager
     extra_state: object | None
     max_nonfinite_updates: int
 
-    def checkpoint_items(self) -> dict:
-        """Trackables to checkpoint; a ``network`` entry is required (exports read it)."""
-
-    def start(self, counters: Counters) -> None:
-        """Starts acting from the restored ``counters`` (it counts into them)."""
-
-    def advance(self) -> dict:
-        """Runs one iteration; returns the learner's metrics (may be empty)."""
-
+    def checkpoint_items(self) -> dict: ...
+    def start(self, counters: Counters) -> None: ...
+    def advance(self) -> dict: ...
+    def close(self) -> None: ...
     def get_weights(self) -> list: ...
-
     def set_weights(self, weights: list) -> None: ...
+    def evaluation_policy(self): ...
+    def export(self, path: str) -> None: ...
+    def row_fields(self, times: dict | None) -> dict: ...
+
+
+class NetworkAgent:
+    """Defaults of a :class:`RunAgent` whose policy is the actor-critic network of its
+    ``learner`` (``network``, ``get_weights()``, ``checkpoint_items()``); it also has
+    ``run_config`` and ``network_config``."""
+
+    extra_state = None
+    lock = contextlib.nullcontext()
+
+    def checkpoint_items(self) -> dict:
+        return self.learner.checkpoint_items()
+
+    def acting_network(self):
+        """The learner's network when the numpy policy will act (it only copies weights out
+        of it), else a fresh copy (TF policies own one)."""
+        from tfagents_vtrace.runtime.actor import build_network
+        from tfagents_vtrace.runtime.policies import NumpyMLPPolicy
+
+        if self.run_config.policy_impl != "tf" and NumpyMLPPolicy.supports(self.learner.network):
+            return self.learner.network
+        return build_network(self.network_config, self.run_config.env_id)
+
+    def get_weights(self) -> list:
+        return self.learner.get_weights()
+
+    def set_weights(self, weights: list) -> None:
+        self.learner.network.set_weights(weights)
 
     def evaluation_policy(self):
-        """A greedy acting policy with ``set_weights`` (see ``runtime.evaluation``)."""
+        from tfagents_vtrace.runtime.policies import make_policy
+
+        return make_policy(self.acting_network(), self.run_config.policy_impl, greedy=True)
 
     def export(self, path: str) -> None:
-        """Exports the policy to ``path`` (a SavedModel, replacing one there)."""
+        from tfagents_vtrace.export import export_policy
+
+        export_policy(self.learner.network, path, overwrite=True)
 
     def row_fields(self, times: dict | None) -> dict:
-        """Fields the agent adds to a row; ``times`` has the row's ``interval`` and ``eval``
-        seconds, None for the final row."""
-
-    def close(self) -> None:
-        """Stops acting (threads joined, environments closed); the learner stays usable."""
-
-
-def build_agent(run, agent, agent_config, network_config, **kwargs) -> RunAgent:
-    """The :class:`RunAgent` of registry module ``agent``: its ``run_agent(...)`` when it has
-    one, else the actor-learner of its ``Learner``; ``kwargs``: ``strategy``,
-    ``env_factory`` and the agent's own."""
-    if hasattr(agent, "run_agent"):
-        return agent.run_agent(run, agent_config, network_config, **kwargs)
-    from tfagents_vtrace.runtime.actor_learner import ActorLearner
-
-    return ActorLearner(run, agent, agent_config, network_config, **kwargs)
+        return {}
 
 
 def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs) -> Driver:
-    """A :class:`Driver` of ``agent`` (a registry module) into run directory ``logdir``.
+    """A :class:`Driver` of ``agent`` (a registry module) into run directory ``logdir``: of
+    its ``run_agent(...)`` when it has one, else of the actor-learner of its ``Learner``.
 
     ``kwargs``: ``strategy``, ``start_time`` (``time.time()`` at process start),
     ``env_factory`` (``(num_envs, seed) -> VectorEnv``, e.g. failing environments in
@@ -114,7 +137,12 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
     name = kwargs.pop("agent_name", None) or agent.__name__.rsplit(".", 1)[-1]
     start_time = kwargs.pop("start_time", None)
     kwargs.setdefault("strategy", None)
-    glue = build_agent(run, agent, agent_config, network_config, **kwargs)
+    if hasattr(agent, "run_agent"):
+        glue = agent.run_agent(run, agent_config, network_config, **kwargs)
+    else:
+        from tfagents_vtrace.runtime.actor_learner import ActorLearner
+
+        glue = ActorLearner(run, agent, agent_config, network_config, **kwargs)
     config = run_config_dict(name, run, agent_config, network_config)
     return Driver(
         run, glue, logdir, config, start_time, kwargs["strategy"], kwargs.get("env_factory")
@@ -182,9 +210,7 @@ class Driver:
             return 0
         path = storage.replay_path(self.chief_logdir, step)
         if not os.path.exists(path):
-            log.warning(
-                "no replay archive %s for checkpoint %d: the replay starts empty", path, step
-            )
+            log.warning("no replay archive %s: the replay starts empty", path)
             return 0
         state.load(path)
         return len(state)
@@ -204,13 +230,12 @@ class Driver:
             self.metrics.close()
             return finished
         # Multi-worker saves are collective, so only a single process saves on Ctrl-C.
-        single = self.role.task_type is None
         guard = checkpoint_on_interrupt(self, lambda: self.counters.env_steps)
         progress = Progress(run.total_steps, counters.env_steps)
         evaluator = make_evaluator(run, self.agent.evaluation_policy(), self.env_factory)
         start, start_steps = time.monotonic(), counters.env_steps
         try:
-            with guard if single else contextlib.nullcontext():
+            with guard if self.role.task_type is None else contextlib.nullcontext():
                 try:
                     self.agent.start(counters)
                     if not self.resumed:
@@ -254,8 +279,7 @@ class Driver:
             if eval_row is not None and run.stop_return is not None:
                 if eval_row["eval_return"] >= run.stop_return:
                     return last_eval, eval_row["wall_time"]
-            due = saves() if isinstance(saves, TimeTrigger) else saves(step)
-            if due and step < run.total_steps:  # the final checkpoint follows the loop
+            if saves(step) and step < run.total_steps:  # the final one follows the loop
                 self.save()
         return last_eval, None
 
@@ -322,12 +346,3 @@ class Driver:
             final.update(replay_size=len(state), replay_restored=int(self.extra_restored))
         write_config(self.logdir, final, name="final.json")
         return final
-
-
-def export_into_run(path: str, export) -> None:
-    """``export(path)`` into a run's ``policy/``; a ``policy/`` that is not a SavedModel (the
-    run's own export, cut by a kill before exports were atomic) is replaced first."""
-    partial = os.path.isdir(path) and not os.path.islink(path) and os.listdir(path)
-    if partial and not os.path.isfile(os.path.join(path, "saved_model.pb")):
-        shutil.rmtree(path)
-    export(path)

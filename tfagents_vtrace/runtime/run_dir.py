@@ -192,3 +192,12 @@ def finished_row(logdir: str, run, step: int) -> dict | None:
     if step < run.total_steps and not solved:
         return None
     return {**final, "already_finished": True}
+
+
+def export_into_run(path: str, export) -> None:
+    """``export(path)`` into a run's ``policy/``; a ``policy/`` that is not a SavedModel (the
+    run's own export, cut by a kill before exports were atomic) is replaced first."""
+    partial = os.path.isdir(path) and not os.path.islink(path) and os.listdir(path)
+    if partial and not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        shutil.rmtree(path)
+    export(path)

@@ -41,17 +41,12 @@ class IntervalTrigger:
 
 
 class TimeTrigger(IntervalTrigger):
-    """An :class:`IntervalTrigger` over seconds of ``time.monotonic()`` since its creation
-    (or its last :meth:`reset`)."""
+    """An :class:`IntervalTrigger` over seconds of ``time.monotonic()`` since its creation;
+    called with any arguments (e.g. the step), it reads the clock."""
 
     def __init__(self, seconds: float):
         self.origin = time.monotonic()
         super().__init__(seconds, 0.0)
 
-    def __call__(self, value: float | None = None) -> bool:
-        return super().__call__(time.monotonic() - self.origin if value is None else value)
-
-    def reset(self) -> None:
-        """Counts the next interval from now (e.g. after an unscheduled checkpoint)."""
-        self.origin = time.monotonic()
-        self.next = self.interval
+    def __call__(self, *_) -> bool:
+        return super().__call__(time.monotonic() - self.origin)

@@ -21,15 +21,13 @@ from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
 from tfagents_vtrace.agents.a3c.worker import Worker
 from tfagents_vtrace.runtime.actor import ActorSpec, build_network
-from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.driver import NetworkAgent
 from tfagents_vtrace.runtime.workers import WorkerPool
 
 
-class A3CAgent:
+class A3CAgent(NetworkAgent):
     """The run agent of A3C (module docstring); ``record_order`` keeps the worker id of every
     shared update in ``learner.shared.order`` (tests)."""
-
-    extra_state = None
 
     def __init__(self, run, config, network_config, strategy=None, env_factory=None,
                  record_order: bool = False):  # fmt: skip
@@ -49,9 +47,6 @@ class A3CAgent:
     def build_network(self):
         return build_network(self.network_config, self.run_config.env_id)
 
-    def checkpoint_items(self) -> dict:
-        return self.learner.checkpoint_items()
-
     def start(self, counters) -> None:
         run, factory, restart = self.run_config, self.env_factory, counters.env_steps
         spec = ActorSpec(run.env_id, self.network_config, run.num_envs, self.config.t_max,
@@ -68,20 +63,6 @@ class A3CAgent:
 
     def advance(self) -> dict:
         return self.pool.advance()
-
-    def get_weights(self) -> list:
-        return self.learner.get_weights()
-
-    def set_weights(self, weights: list) -> None:
-        self.learner.shared.read(lambda: self.learner.network.set_weights(weights))
-
-    def evaluation_policy(self):
-        return make_policy(self.build_network(), self.run_config.policy_impl, greedy=True)
-
-    def export(self, path: str) -> None:
-        from tfagents_vtrace.export import export_policy
-
-        export_policy(self.learner.network, path, overwrite=True)
 
     def row_fields(self, times: dict | None) -> dict:
         return {"worker_steps": [int(w.steps) for w in self.workers]} if times is None else {}

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfagents_vtrace.agents.acer.agent import AcerAgent, AcerWorker
+from tfagents_vtrace.agents.acer.agent import AcerAgent
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.loss import acer_loss, project_policy_loss
+from tfagents_vtrace.agents.acer.worker import AcerWorker
 
 Config = AcerConfig
 Learner = AcerLearner

@@ -27,13 +27,14 @@ import tensorflow as tf
 from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
+from tfagents_vtrace.agents.acer.worker import AcerWorker
 from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
-from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.driver import NetworkAgent
 from tfagents_vtrace.runtime.workers import WorkerPool
 
 
-class AcerAgent:
+class AcerAgent(NetworkAgent):
     """The run agent of ACER (module docstring); ``env_factory`` is ``(num_envs, seed) ->
     VectorEnv``."""
 
@@ -52,9 +53,6 @@ class AcerAgent:
 
     def build_network(self):
         return build_network(self.network_config, self.run_config.env_id)
-
-    def checkpoint_items(self) -> dict:
-        return self.learner.checkpoint_items()
 
     def actor(self, worker: int, network) -> Actor:
         """Worker ``worker``'s actor (0: the inline one), seeded by the restored step."""
@@ -112,20 +110,6 @@ class AcerAgent:
             self._zero_states[size] = tuple(s.numpy() for s in state)
         return self.extra_state.sample(size, self.config.t_max, self.rng, self._zero_states[size])
 
-    def get_weights(self) -> list:
-        return self.learner.get_weights()
-
-    def set_weights(self, weights: list) -> None:
-        self.learner.network.set_weights(weights)
-
-    def evaluation_policy(self):
-        return make_policy(self.build_network(), self.run_config.policy_impl, greedy=True)
-
-    def export(self, path: str) -> None:
-        from tfagents_vtrace.export import export_policy
-
-        export_policy(self.learner.network, path, overwrite=True)
-
     def row_fields(self, times: dict | None) -> dict:
         return {"replay_size": len(self.extra_state)} if times is not None else {}
 
@@ -134,32 +118,3 @@ class AcerAgent:
             self.pool.close()
         elif self.inline is not None:
             self.inline.close()
-
-
-class AcerWorker:
-    """An asynchronous ACER worker: its own network copy and actor; its updates go to the
-    global network through the learner (``gradients_fn``, ``apply_gradients``)."""
-
-    def __init__(self, agent: AcerAgent, worker: int):
-        self.agent, self.learner, self.worker = agent, agent.learner, worker
-        self.network = agent.build_network()
-        self.actor = agent.actor(worker, self.network)
-        self._grads = self.learner.gradients_fn(self.network)
-
-    def _sync(self) -> None:
-        with self.learner.lock:
-            weights = self.learner.get_weights()
-        self.network.set_weights(weights)
-
-    def update(self, batch: dict) -> dict:
-        """Sync the local copy, compute gradients on it, apply them globally."""
-        self._sync()
-        grads, metrics = self._grads(batch)
-        return self.learner.apply_gradients(grads, metrics)
-
-    def iterate(self) -> dict:
-        self._sync()
-        return self.agent.iterate(self.actor, self.worker, self.update)
-
-    def close(self) -> None:
-        self.actor.close()
