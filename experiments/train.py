@@ -24,13 +24,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
-from experiments import cli, common, flags_acer, flags_taac  # noqa: E402
+from experiments import cli, common, config_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
-common.define_train_flags()
-flags.mark_flag_as_required("logdir")
-for _module in (common, flags_acer, flags_taac):  # --help lists them, not only --helpfull
-    flags.adopt_module_key_flags(_module)
 
 
 def _import_tensorflow() -> None:
@@ -52,9 +48,16 @@ def _import_tensorflow() -> None:
                 del sys.modules[name]
 
 
+_import_tensorflow()  # the config classes behind the flags import it
+# Flag defaults are the chosen agent's (``--agent=a2c --help`` shows A2C's).
+common.define_train_flags(config_flags.agent_from_argv(sys.argv))
+flags.mark_flag_as_required("logdir")
+for _module in (common, config_flags):  # --help lists them, not only --helpfull
+    flags.adopt_module_key_flags(_module)
+
+
 def main(argv) -> None:
     del argv
-    _import_tensorflow()
     if FLAGS.num_cpu_devices:
         from tfagents_vtrace.runtime.strategy import configure_cpu_devices
 
@@ -88,6 +91,8 @@ def main(argv) -> None:
         if worker_role(strategy).is_chief:  # the others write elsewhere (multi_worker)
             lock.acquire()  # before anything in the directory is checked or written
             run_dir.prepare_logdir(FLAGS.logdir, config, overwrite=FLAGS.overwrite)
+    except cli.FlagError as e:  # e.g. a flag of another agent
+        fail(str(e))
     except ValueError as e:  # the configs' validation names the field (= the flag)
         fail(str(e))
     except gymnasium.error.Error as e:

@@ -14,32 +14,12 @@ import dataclasses
 import math
 
 from tfagents_vtrace.agents.optimization import LR_DECAYS, OPTIMIZERS
-from tfagents_vtrace.runtime.config import check_int  # noqa: F401 - re-exported for agents
-
-
-def check_number(
-    name: str, value, low: float, high: float, low_open: bool, high_open: bool
-) -> None:
-    """Raises ValueError unless ``value`` is a finite non-bool number in the interval from
-    ``low`` to ``high`` (each end open or closed as told)."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if low_open else value >= low)
-    ok = ok and (value < high if high_open else value <= high)
-    if not ok:
-        lb, hb = "(" if low_open else "[", ")" if high_open else "]"
-        raise ValueError(f"{name}: expected a number in {lb}{low}, {high}{hb}, received {value!r}")
-
-
-def check_choice(name: str, value, choices: tuple[str, ...]) -> None:
-    """Raises ValueError unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name}: expected one of {choices}, received {value!r}")
-
-
-def check_bool(name: str, value) -> None:
-    """Raises ValueError unless ``value`` is a bool."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name}: expected a bool, received {value!r}")
+from tfagents_vtrace.validation import (  # noqa: F401 - re-exported for the agents' configs
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,21 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfagents_vtrace.validation import check_choice as _check_choice
+from tfagents_vtrace.validation import check_positive as _check_positive
+
 TORSOS = ("mlp", "nature_cnn", "minatar_cnn", "impala_resnet")
 CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
 GAUSSIAN_STDS = ("state", "global")
 Q_HEADS = (None, "discrete", "stochastic_dueling")
-
-
-def _check_choice(name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"NetworkConfig.{name} must be one of {choices}, got {value!r}")
-
-
-def _check_positive(name: str, value, *, allow_zero: bool = False) -> None:
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"NetworkConfig.{name} must be > 0, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)

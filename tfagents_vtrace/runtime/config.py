@@ -5,15 +5,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from tfagents_vtrace.validation import check_int
+
 BACKENDS = ("local", "ray")
 POLICY_IMPLS = ("auto", "tf", "numpy")
-
-
-def check_int(name: str, value, low: int) -> None:
-    """Raises ValueError unless ``value`` is a non-bool int ``>= low`` (agent configs use it
-    too)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name}: expected an int >= {low}, received {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)

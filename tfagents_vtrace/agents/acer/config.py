@@ -1,9 +1,8 @@
 """ACER hyperparameters (Wang et al. 2016, "Sample Efficient Actor-Critic with Experience
 Replay", https://arxiv.org/abs/1611.01224).
 
-Field names equal the ``experiments.train`` flag names they come from (``--discount``,
-``--t_max``, ``--entropy_cost``... shared with the other agents, and the ACER-only flags of
-``experiments/flags_acer.py``), so the launcher fills the dataclass from same-named flags.
+Each field is an ``experiments.train`` flag of the same name, generated from this class
+(type, default and the docstring under the field) by ``experiments.config_flags``.
 The optimizer, clipping, XLA and non-finite fields come from
 :class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
 """

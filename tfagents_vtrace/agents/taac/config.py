@@ -1,9 +1,9 @@
 """TAAC, TaacL and TaacQ hyperparameters (Yu et al., "TAAC: Temporally Abstract Actor-Critic
 for Continuous Control", 2021, https://arxiv.org/abs/2104.06521).
 
-Field names equal the ``experiments.train`` flag names (``experiments/flags_taac.py`` declares
-the TAAC-only ones; ``discount`` and ``learning_rate`` are the shared flags), so the launcher
-fills the dataclass from same-named flags. Defaults follow ALF's ``TaacAlgorithmBase``.
+Each field is an ``experiments.train`` flag of the same name, generated from this class
+(type, default and the docstring under the field) by ``experiments.config_flags``.
+Defaults follow ALF's ``TaacAlgorithmBase``.
 """
 
 from __future__ import annotations
@@ -11,27 +11,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from tfagents_vtrace.validation import check_int as _int_at_least
+from tfagents_vtrace.validation import check_positive as _positive
+from tfagents_vtrace.validation import check_sizes
+
 TRAJECTORIES = ("constant", "linear", "quadratic")
-
-
-def _int_at_least(name: str, value, low: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name}: expected an int >= {low}, received {value!r}")
-
-
-def _positive(name: str, value) -> None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
-        raise ValueError(f"{name}: expected a number > 0, received {value!r}")
-
-
-def _sizes(name: str, value) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(v) for v in value)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name}: expected a sequence of ints, received {value!r}") from err
-    if not sizes or min(sizes) < 1:
-        raise ValueError(f"{name}: expected >= 1 positive sizes, received {value!r}")
-    return sizes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +32,7 @@ class TaacConfig:
     critic_hidden_sizes: tuple[int, ...] = (256, 256)
     """ReLU MLP of each of the twin critics Q(s, tau)."""
     discount: float = 0.99
-    """gamma."""
+    """gamma in [0, 1]: per-step discount of the critics' targets."""
     learning_rate: float = 1e-3
     """Adam learning rate of the actor and the critics."""
     alpha_learning_rate: float | None = None
@@ -103,10 +87,12 @@ class TaacConfig:
                 f"trajectory: expected one of {TRAJECTORIES}, received {self.trajectory!r}"
             )
         object.__setattr__(
-            self, "actor_hidden_sizes", _sizes("actor_hidden_sizes", self.actor_hidden_sizes)
+            self, "actor_hidden_sizes", check_sizes("actor_hidden_sizes", self.actor_hidden_sizes)
         )
         object.__setattr__(
-            self, "critic_hidden_sizes", _sizes("critic_hidden_sizes", self.critic_hidden_sizes)
+            self,
+            "critic_hidden_sizes",
+            check_sizes("critic_hidden_sizes", self.critic_hidden_sizes),
         )
         if not (isinstance(self.discount, int | float) and 0.0 <= self.discount <= 1.0):
             raise ValueError(f"discount: expected a number in [0, 1], received {self.discount!r}")
