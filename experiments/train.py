@@ -67,6 +67,7 @@ def main(argv) -> None:
     import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
     from tfagents_vtrace.runtime import config_io, run_dir, stop_signals
     from tfagents_vtrace.runtime.driver import train
+    from tfagents_vtrace.runtime.env_failures import ActingError
     from tfagents_vtrace.runtime.run_lock import RunLock
     from tfagents_vtrace.runtime.strategy import make_strategy, worker_role
 
@@ -105,6 +106,9 @@ def main(argv) -> None:
         sys.exit(130)
     except gymnasium.error.Error as e:
         fail(f"--env: {FLAGS.env}: {e}")
+    except ActingError as e:  # an env failing again and again, a policy gone non-finite
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        sys.exit(1)
     if final.get("already_finished"):
         print(
             f"{FLAGS.logdir}: this run already ended at step {final['step']}; nothing to do "

@@ -137,3 +137,36 @@ def test_sigterm_writes_a_checkpoint_before_stopping(tmp_path):
     step = max(int(os.path.basename(p)[5:-6]) for p in saved)
     assert f"interrupted at step {step}" in err and "Traceback" not in err
     assert step >= _rows(logdir)[-1]["step"]
+
+
+FAILING_ENV = '''
+import gymnasium as gym
+from gymnasium.envs.classic_control import CartPoleEnv
+
+
+class AlwaysFailing(CartPoleEnv):
+    def step(self, action):
+        raise RuntimeError("simulated environment crash")
+
+
+gym.register("AlwaysFailing-v0", entry_point=AlwaysFailing, max_episode_steps=500)
+'''
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow, then the restart backoff (~16 s)
+def test_an_always_failing_env_ends_the_run_with_one_line(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(FAILING_ENV)  # registers it in the child
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), TF_CPP_MIN_LOG_LEVEL="3")
+    start = time.monotonic()
+    out = subprocess.run(
+        _train_cmd(str(tmp_path / "run"), "--env=AlwaysFailing-v0", "--num_actors=1"),
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert time.monotonic() - start < 120
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines()[-1] == (
+        "error: actor 0: environment AlwaysFailing-v0 failed 6 times in a row; last error: "
+        "RuntimeError: simulated environment crash"
+    )
+    assert "Traceback" not in out.stderr
+    assert glob.glob(str(tmp_path / "run" / "checkpoints" / "ckpt-*.index"))  # nothing lost

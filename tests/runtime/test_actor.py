@@ -149,3 +149,82 @@ def test_tf_policy_samples_continuous_actions_reproducibly(head):
     np.testing.assert_array_equal(second.step(*args)[0], action)
     assert not np.array_equal(first.step(*args)[0], action)  # the call counter moves the seed
     assert set(params) == {"loc", "scale"}
+
+
+class NanObservations(gym.vector.VectorWrapper):
+    """Returns a NaN observation on every ``every``-th step() of this instance."""
+
+    def __init__(self, env, every):
+        super().__init__(env)
+        self.every, self.calls = every, 0
+
+    def step(self, actions):
+        out = list(self.env.step(actions))
+        self.calls += 1
+        if self.calls % self.every == 0:
+            out[0] = np.full_like(out[0], np.nan)
+        return tuple(out)
+
+
+def test_a_nan_observation_never_reaches_the_policy(monkeypatch):
+    from tfagents_vtrace.runtime import env_failures
+
+    monkeypatch.setattr(env_failures, "BACKOFF_S", 0.0)
+    actor = _actor(lambda seed: NanObservations(short_cartpole(B, seed), every=11), impl="tf")
+    seen = []
+    step = actor.policy.step
+
+    def recording_step(obs, *args):
+        seen.append(np.array(obs))
+        return step(obs, *args)
+
+    actor.policy.step = recording_step
+    results = [actor.unroll() for _ in range(8)]  # each new env fails in its 2nd unroll
+    assert sum(r is None for r in results) == 4 and actor.env_restarts == 4
+    assert all(np.isfinite(obs).all() for obs in seen)
+    for r in results:
+        if r is not None:
+            assert np.isfinite(r[0]["observation"]).all()
+
+
+def test_an_always_failing_env_raises_env_failure_after_the_cap(monkeypatch):
+    from tfagents_vtrace.runtime import env_failures
+
+    monkeypatch.setattr(env_failures, "BACKOFF_S", 0.0)
+    FailingVectorEnv.calls = FailingVectorEnv.failures = 0
+    actor = _actor(lambda seed: FailingVectorEnv(short_cartpole(B, seed), every=1))
+    with pytest.raises(env_failures.EnvFailure, match="failed 6 times in a row; last error: "
+                       "RuntimeError: simulated environment crash"):  # fmt: skip
+        for _ in range(10):
+            assert actor.unroll() is None
+    assert actor.env_restarts == env_failures.MAX_CONSECUTIVE
+
+
+def test_the_restart_backoff_doubles_and_is_capped(monkeypatch):
+    from tfagents_vtrace.runtime import env_failures
+
+    waits = []
+    monkeypatch.setattr(env_failures.time, "sleep", waits.append)
+    policy = env_failures.RestartPolicy(max_consecutive=6, backoff_s=0.5, max_backoff_s=4.0)
+    for _ in range(6):
+        policy.failed(RuntimeError("x"), "env")
+    assert waits == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    policy.succeeded()
+    policy.failed(RuntimeError("x"), "env")
+    assert waits[-1] == 0.5  # a success resets the count
+
+
+@pytest.mark.parametrize("impl", ["tf", "numpy"])
+def test_an_action_outside_the_space_stops_the_actor(impl):
+    from tfagents_vtrace.runtime import env_failures
+
+    actor = _actor(lambda seed: short_cartpole(B, seed), impl)
+    step = actor.policy.step
+
+    def broken_step(*args):  # what NaN logits can make a categorical sampler return
+        action, params, state = step(*args)
+        return np.full_like(action, 2), params, state
+
+    actor.policy.step = broken_step
+    with pytest.raises(env_failures.InvalidAction, match=r"chose \[2, 2, 2, 2\] outside"):
+        actor.unroll()

@@ -31,9 +31,12 @@ def _rows(logdir):
 
 
 class NanRewards(gym.vector.VectorWrapper):
+    """Finite rewards of 1e30: squared value errors overflow float32 (a non-finite loss);
+    NaN rewards themselves are refused by the actor as an environment failure."""
+
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        return obs, reward * np.nan, terminated, truncated, info
+        return obs, np.full_like(reward, 1e30, dtype=np.float64), terminated, truncated, info
 
 
 @pytest.mark.parametrize("num_actors", [0, 1])

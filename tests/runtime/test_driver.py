@@ -5,6 +5,7 @@ of row fields, interval triggers."""
 import contextlib
 import json
 import os
+import time
 import types
 
 import gymnasium as gym
@@ -16,7 +17,7 @@ import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig, make_network
 from tfagents_vtrace.replay import storage
-from tfagents_vtrace.runtime import run_dir, stop_signals
+from tfagents_vtrace.runtime import env_failures, run_dir, stop_signals
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.config_io import dumps, run_config_dict
 from tfagents_vtrace.runtime.driver import NonFiniteLossError, make_driver
@@ -196,21 +197,48 @@ def test_a_killed_run_resumes_with_steps_strictly_increasing(tmp_path, agent):
     assert [s for s in steps if s <= saved] == before and steps[-1] == final["step"]
 
 
-class NanRewards(gym.vector.VectorWrapper):
+class HugeRewards(gym.vector.VectorWrapper):
+    """Finite rewards of 1e30: the squared value errors overflow float32, so the loss is
+    non-finite while every environment output passes the actor's finiteness checks."""
+
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        return obs, reward * np.nan, terminated, truncated, info
+        return obs, np.full_like(reward, 1e30, dtype=np.float64), terminated, truncated, info
 
 
-def _nan_factory(agent):
+class AlwaysFailing(gym.vector.VectorWrapper):
+    def step(self, actions):
+        raise RuntimeError("simulated environment crash")
+
+
+def _wrapped_factory(agent, wrapper):
     env_id = "Pendulum-v1" if agent == "taac" else "CartPole-v1"
 
     def factory(n, seed):
         from tfagents_vtrace.envs import make_vector_env
 
-        return NanRewards(make_vector_env(env_id, n, seed, mode="sync"))
+        return wrapper(make_vector_env(env_id, n, seed, mode="sync"))
 
     return factory
+
+
+def _nan_factory(agent):
+    return _wrapped_factory(agent, HugeRewards)
+
+
+@pytest.mark.parametrize("agent", AGENTS[1:])
+def test_an_always_failing_env_ends_the_run_with_one_line(tmp_path, agent, monkeypatch):
+    monkeypatch.setattr(env_failures, "BACKOFF_S", 0.01)  # the waits, not the cap, shrink
+    driver = _driver(agent, tmp_path, 10_000, env_factory=_wrapped_factory(agent, AlwaysFailing))
+    start = time.monotonic()
+    with pytest.raises(env_failures.EnvFailure) as error:
+        driver.run()
+    assert time.monotonic() - start < 60
+    message = str(error.value)
+    assert "\n" not in message and "RuntimeError: simulated environment crash" in message
+    if agent != "taac":  # TAAC does not recreate its env; the others try MAX_CONSECUTIVE times
+        assert f"failed {env_failures.MAX_CONSECUTIVE + 1} times in a row" in message
+    assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints"))  # the work is kept
 
 
 @pytest.mark.parametrize("agent", AGENTS)

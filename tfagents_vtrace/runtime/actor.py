@@ -23,6 +23,11 @@ seconds since the previous info): ``inference_time`` (policy steps and their inp
 ``env_time`` (``env.step`` and the bookkeeping of its outcome, environment recreation
 included) and ``weights_time`` (loading published weights). Time of an unroll dropped
 after an environment failure is carried into the next info.
+
+An environment that raises or returns NaN is recreated with a backoff, and the run stops
+with :class:`~tfagents_vtrace.runtime.env_failures.EnvFailure` after too many failures in a
+row; an action outside the action space stops it with ``InvalidAction``
+(:mod:`tfagents_vtrace.runtime.env_failures`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tfagents_vtrace.runtime.env_failures import (
+    ActingError,
+    RestartPolicy,
+    check_actions,
+    check_env_output,
+)
 from tfagents_vtrace.runtime.policies import make_policy
 
 log = logging.getLogger(__name__)
@@ -107,6 +118,7 @@ class Actor:
         self.policy = make_policy(network, spec.policy_impl, seed=self._seed(0) + 7)
         self.weights_version = -1
         self.env_restarts = 0
+        self.restarts = RestartPolicy()  # consecutive failures: backoff, then EnvFailure
         self._episode_returns: list[float] = []
         self._episode_lengths: list[int] = []
         # Seconds per TIMES key since the last unroll's info (a host may add its own).
@@ -124,7 +136,7 @@ class Actor:
         self._obs = obs
         self._first = np.ones(b, bool)
         self._reset = np.zeros(b, bool)
-        space = self.env.single_action_space
+        space = self._action_space = self.env.single_action_space
         self._prev_action = np.zeros((b, *space.shape), space.dtype)
         self._prev_reward = np.zeros(b, np.float32)
         self._state = self.policy.initial_state(b)
@@ -132,20 +144,29 @@ class Actor:
         self._ep_length = np.zeros(b, np.int64)
 
     def _restart_env(self, error: BaseException) -> None:
+        """Recreates the env after ``error`` (:class:`RestartPolicy`: a backoff, and
+        :class:`EnvFailure` after too many failures in a row)."""
         start = time.perf_counter()
-        self.env_restarts += 1
-        log.warning(
-            "actor %d: env raised %r; recreating it (restart %d), dropping the unroll",
-            self.actor_id,
-            error,
-            self.env_restarts,
-        )
-        try:
-            self.env.close()
-        except Exception:  # noqa: BLE001 - a broken env may fail to close too
-            pass
-        self.env = self._env_factory(self._seed(self.env_restarts))
-        self._start_episodes()
+        while True:
+            self.restarts.failed(error, f"actor {self.actor_id}: environment {self.spec.env_id}")
+            self.env_restarts += 1
+            log.warning(
+                "actor %d: env raised %r; recreating it (restart %d), dropping the unroll",
+                self.actor_id,
+                error,
+                self.env_restarts,
+            )
+            try:
+                self.env.close()
+            except Exception:  # noqa: BLE001 - a broken env may fail to close too
+                pass
+            try:
+                self.env = self._env_factory(self._seed(self.env_restarts))
+                self._start_episodes()
+                check_env_output(self._obs, 0.0)
+                break
+            except Exception as new_error:  # noqa: BLE001 - counts as one more failure
+                error = new_error
         self.timing["env_time"] += time.perf_counter() - start
 
     def set_weights(self, version: int, weights: list[np.ndarray]) -> None:
@@ -203,8 +224,10 @@ class Actor:
             u["action"][t] = action
             stepped = time.perf_counter()
             inference_time += stepped - mark
+            check_actions(action, self._action_space, f"actor {self.actor_id}")
             try:
                 obs, reward, terminated, truncated, _ = self.env.step(action)
+                check_env_output(obs, reward)
             except Exception as error:  # noqa: BLE001 - any env failure restarts the env
                 self._add_times(inference_time, env_time + time.perf_counter() - stepped)
                 self._restart_env(error)
@@ -213,6 +236,7 @@ class Actor:
             mark = time.perf_counter()
             env_time += mark - stepped
         self._add_times(inference_time, env_time)
+        self.restarts.succeeded()
         self._store_inputs(u, self.spec.unroll_length)
         u["policy"] = policies
         info = {
@@ -315,7 +339,10 @@ class ActorThread(threading.Thread):
                     put_until_stopped(self.out, item, self.stop)
         except BaseException as error:  # noqa: BLE001 - reported by the learner loop
             self.error = error
-            log.exception("actor %d failed", self.actor.actor_id)
+            if isinstance(error, ActingError):  # one line for the user, no traceback
+                log.error("%s", error)
+            else:
+                log.exception("actor %d failed", self.actor.actor_id)
         finally:
             try:
                 self.actor.close()

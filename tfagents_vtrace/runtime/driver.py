@@ -37,6 +37,7 @@ from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.checkpointing import Checkpointer
 from tfagents_vtrace.runtime.config_io import run_config_dict, write_config
 from tfagents_vtrace.runtime.counters import Counters
+from tfagents_vtrace.runtime.env_failures import EnvFailure
 from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
 from tfagents_vtrace.runtime.metrics_log import MetricsLog
 from tfagents_vtrace.runtime.progress import Progress
@@ -240,7 +241,12 @@ class Driver:
                     self.agent.start(counters)
                     if not self.resumed:
                         self.save()  # step 0: the same command resumes a run killed early
-                    last_eval, solved_wall = self._loop(evaluator, progress)
+                    try:
+                        last_eval, solved_wall = self._loop(evaluator, progress)
+                    except EnvFailure:  # the learner is fine: keep its work
+                        if self.role.task_type is None:
+                            self.save()
+                        raise
                 finally:
                     self.agent.close()
                     progress.close()

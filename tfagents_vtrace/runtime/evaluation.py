@@ -11,6 +11,8 @@ import logging
 
 import numpy as np
 
+from tfagents_vtrace.runtime.env_failures import EnvFailure
+
 log = logging.getLogger(__name__)
 
 
@@ -59,7 +61,10 @@ class Evaluator:
                 return self._run_once()
             except Exception as error:  # noqa: BLE001 - env failures are retried
                 if attempt == retries:
-                    raise
+                    raise EnvFailure(
+                        f"the evaluation environment failed {retries + 1} times in a row; "
+                        f"last error: {type(error).__name__}: {error}"
+                    ) from error
                 log.warning("evaluation env raised %r; recreating it", error)
                 self.close()
         raise AssertionError("unreachable")

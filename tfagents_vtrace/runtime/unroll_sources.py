@@ -22,6 +22,7 @@ import threading
 import numpy as np
 
 from tfagents_vtrace.runtime.actor import Actor, ActorThread, WeightStore
+from tfagents_vtrace.runtime.env_failures import first_error
 
 
 class QueueSource:
@@ -48,7 +49,7 @@ class QueueSource:
             except queue.Empty:
                 errors = [t.error for t in self.threads if t.error is not None]
                 if errors and all(not t.is_alive() for t in self.threads):
-                    raise RuntimeError(f"all actors failed; first error: {errors[0]!r}") from None
+                    raise first_error(errors, "actors") from None
 
     def close(self) -> None:
         self.stop.set()

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 
+from tfagents_vtrace.runtime.env_failures import ActingError, first_error
 from tfagents_vtrace.runtime.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,10 @@ class WorkerPool:
                 self.metrics = metrics or self.metrics
         except BaseException as error:  # noqa: BLE001 - reported by advance()
             self.errors.append(error)
-            log.exception("worker %s failed", threading.current_thread().name)
+            if isinstance(error, ActingError):  # one line for the user, no traceback
+                log.error("%s", error)
+            else:
+                log.exception("worker %s failed", threading.current_thread().name)
         finally:
             try:
                 worker.close()
@@ -71,7 +75,7 @@ class WorkerPool:
         """Waits ``poll_s``; the newest metrics. Raises RuntimeError once every worker failed."""
         time.sleep(self.poll_s)
         if self.errors and not any(t.is_alive() for t in self.threads):
-            raise RuntimeError(f"all workers failed; first error: {self.errors[0]!r}")
+            raise first_error(self.errors, "workers")
         return self.metrics
 
     def close(self) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfagents_vtrace.runtime.env_failures import EnvFailure, check_actions, check_env_output
+
 REPLAY_FIELDS = ("observation", "reward", "discount", "is_last", "prev_tau", "tau", "b")
 """What each stored step holds (``SequenceReplay`` specs in this order)."""
 
@@ -75,7 +77,15 @@ class Rollout:
         action, info, self.state = self.policy.step(
             self.obs, self.first, None, None, self.state, random_phase
         )
-        next_obs, reward, terminated, truncated, _ = self.env.step(action)
+        check_actions(action, self.env.single_action_space, "taac")
+        try:  # no restarts: the replay's running windows need the env's episodes intact
+            next_obs, reward, terminated, truncated, _ = self.env.step(action)
+            check_env_output(next_obs, reward)
+        except Exception as error:  # noqa: BLE001 - ends the run with one line
+            raise EnvFailure(
+                f"the training environment failed; TAAC does not recreate it: "
+                f"{type(error).__name__}: {error}"
+            ) from error
         is_last = np.logical_or(terminated, truncated)
         stored = (self.obs, self.in_reward, self.in_discount, self.in_last)
         self.replay.add(dict(zip(REPLAY_FIELDS, (*stored, *(info[k] for k in REPLAY_FIELDS[4:])))))
