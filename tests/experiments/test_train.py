@@ -139,7 +139,7 @@ def test_sigterm_writes_a_checkpoint_before_stopping(tmp_path):
     assert step >= _rows(logdir)[-1]["step"]
 
 
-FAILING_ENV = '''
+FAILING_ENV = """
 import gymnasium as gym
 from gymnasium.envs.classic_control import CartPoleEnv
 
@@ -150,7 +150,7 @@ class AlwaysFailing(CartPoleEnv):
 
 
 gym.register("AlwaysFailing-v0", entry_point=AlwaysFailing, max_episode_steps=500)
-'''
+"""
 
 
 @pytest.mark.slow  # a subprocess importing TensorFlow, then the restart backoff (~16 s)
