@@ -77,6 +77,29 @@ def test_a_run_of_another_agent_env_or_network_is_refused(tmp_path):
     assert json.load(open(os.path.join(logdir, "config.json"))) == _config()
 
 
+@pytest.mark.parametrize(
+    "change, pattern",
+    [
+        ({"actor_hidden_sizes": (32, 32)}, r"agent_config.actor_hidden_sizes: \[8\] -> \[32, 32\]"),
+        ({"num_envs": 4}, r"run_config.num_envs: 2 -> 4"),
+    ],
+)
+def test_taac_fields_that_shape_its_checkpoint_are_not_resumed_over(tmp_path, change, pattern):
+    from tfagents_vtrace.agents.taac import TaacConfig
+    from tfagents_vtrace.runtime.config import RunConfig
+
+    def config(**kw):
+        run = RunConfig(env_id="Pendulum-v1", num_envs=kw.pop("num_envs", 2))
+        agent = TaacConfig(actor_hidden_sizes=kw.pop("actor_hidden_sizes", (8,)))
+        return config_io.run_config_dict("taac", run, agent, None)
+
+    logdir = str(tmp_path)
+    _fake_run(logdir, config())
+    assert run_dir.prepare_logdir(logdir, config()) == "resume"
+    with pytest.raises(ValueError, match=r"logdir: .*cannot resume.*" + pattern):
+        run_dir.prepare_logdir(logdir, config(**change))
+
+
 def test_other_config_changes_resume_and_keep_the_previous_config(tmp_path, capsys):
     logdir = str(tmp_path)
     _fake_run(logdir)

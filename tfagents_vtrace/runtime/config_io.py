@@ -69,6 +69,12 @@ def run_config_dict(agent_name: str, run, agent_config, network_config) -> dict:
         "network_config": network_config,
         "run_config": run,
     }
+    # Fields a checkpoint's shapes depend on besides the network's (e.g. TAAC's own MLPs,
+    # a replay laid out per environment): a resume that changes one is refused.
+    fixed = getattr(type(agent_config), "RESUME_FIXED", ())
+    config["resume_fixed"] = [f"agent_config.{name}" for name in fixed] + [
+        f"run_config.{name}" for name in getattr(type(agent_config), "RUN_RESUME_FIXED", ())
+    ]
     return json.loads(dumps(config))
 
 

@@ -144,6 +144,11 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
     structural = _differences(
         {k: old.get(k) for k in _STRUCTURAL}, {k: new.get(k) for k in _STRUCTURAL}
     )
+    for path in new.get("resume_fixed") or ():  # e.g. "agent_config.actor_hidden_sizes"
+        section, name = path.split(".", 1)
+        before, after = (old.get(section) or {}), (new.get(section) or {})
+        if name in before and name in after:
+            structural += _differences(before[name], after[name], path)
     if structural:
         raise ValueError(
             f"logdir: {logdir!r} holds a run of agent={old.get('agent')!r} on "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import ClassVar
 
 from tfagents_vtrace.validation import check_int as _int_at_least
 from tfagents_vtrace.validation import check_positive as _positive
@@ -21,6 +22,15 @@ TRAJECTORIES = ("constant", "linear", "quadratic")
 @dataclasses.dataclass(frozen=True)
 class TaacConfig:
     """Every field of a TAAC run, validated in ``__post_init__`` (ValueError names the field)."""
+
+    # What the checkpoint and the replay archive are shaped by (a resume may not change it).
+    RESUME_FIXED: ClassVar[tuple[str, ...]] = (
+        "trajectory",
+        "actor_hidden_sizes",
+        "critic_hidden_sizes",
+        "replay_capacity",
+    )
+    RUN_RESUME_FIXED: ClassVar[tuple[str, ...]] = ("num_envs",)
 
     trajectory: str = "constant"
     """"constant" (TAAC: action repetition), "linear" (TaacL) or "quadratic" (TaacQ)."""
