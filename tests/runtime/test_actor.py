@@ -228,3 +228,19 @@ def test_an_action_outside_the_space_stops_the_actor(impl):
     actor.policy.step = broken_step
     with pytest.raises(env_failures.InvalidAction, match=r"chose \[2, 2, 2, 2\] outside"):
         actor.unroll()
+
+
+def test_a_replacement_actor_draws_new_seeds():
+    seeds = []
+
+    def factory(seed):
+        seeds.append(seed)
+        return short_cartpole(B, seed)
+
+    spec = ActorSpec("CartPole-v1", NetworkConfig(hidden_sizes=(16,)), B, T, seed=3)
+    first = Actor(spec, 1, env_factory=factory)
+    replacement = Actor(spec, 1, env_factory=factory, env_restarts=1)  # e.g. a new Ray actor
+    assert seeds[0] != seeds[1] and replacement.env_restarts == 1
+    a = first.unroll()[0]["action"]
+    b = replacement.unroll()[0]["action"]
+    assert not np.array_equal(a, b)  # its sampling does not replay the predecessor's

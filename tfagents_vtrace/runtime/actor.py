@@ -107,23 +107,29 @@ class Actor:
       network: the actor's own network copy (built from the spec when None).
       env_factory: ``seed -> VectorEnv`` (default: ``make_vector_env``); called again with a
         new seed when the environment raises.
+      env_restarts: the restart count to start from (seeds depend on it).
     """
 
-    def __init__(self, spec: ActorSpec, actor_id: int = 0, network=None, env_factory=None):
+    def __init__(
+        self, spec: ActorSpec, actor_id: int = 0, network=None, env_factory=None, env_restarts=0
+    ):
         self.spec = spec
         self.actor_id = int(actor_id)
         self._env_factory = env_factory or default_env_factory(spec)
         if network is None:
             network = build_network(spec.network_config, spec.env_id)
-        self.policy = make_policy(network, spec.policy_impl, seed=self._seed(0) + 7)
+        # A replacement (a new Ray actor process) continues its predecessor's restart count,
+        # so its environments and action sampling draw new seeds, not the predecessor's.
+        self.env_restarts = int(env_restarts)
+        seed = self._seed(self.env_restarts)
+        self.policy = make_policy(network, spec.policy_impl, seed=seed + 7)
         self.weights_version = -1
-        self.env_restarts = 0
         self.restarts = RestartPolicy()  # consecutive failures: backoff, then EnvFailure
         self._episode_returns: list[float] = []
         self._episode_lengths: list[int] = []
         # Seconds per TIMES key since the last unroll's info (a host may add its own).
         self.timing = dict.fromkeys(TIMES, 0.0)
-        self.env = self._env_factory(self._seed(0))
+        self.env = self._env_factory(seed)
         self._start_episodes()
 
     def _seed(self, restart: int) -> int:

@@ -104,8 +104,7 @@ class ActorHost:
         import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
         from tfagents_vtrace.runtime.actor import Actor
 
-        self.actor = Actor(spec, actor_id, None, env_factory=env_factory)
-        self.actor.env_restarts = int(env_restarts)
+        self.actor = Actor(spec, actor_id, None, env_factory, env_restarts=int(env_restarts))
 
     def unroll(self, version: int, weights_ref: list) -> tuple[dict, dict] | None:
         """Loads weights ``version`` if newer than the actor's, then runs one unroll.
