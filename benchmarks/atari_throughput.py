@@ -1,0 +1,165 @@
+"""Atari training throughput: our IMPALA (Nature CNN) against SB3 A2C ``CnnPolicy``.
+
+    python benchmarks/atari_throughput.py [--env=ALE/Pong-v5] [--steps=60000] [--rounds=2]
+        [--torch_threads=1,2] [--systems=ours,resnet_lstm,sb3_a2c] [--num_envs=8]
+
+Agent steps per second of training (each agent step is 4 frames), both sides on
+``--num_envs`` environments with the same preprocessing (84x84 grey, 4 stacked frames,
+frame skip 4), measured over ``--steps`` environment steps after start-up
+(``--resnet_steps`` for the ResNet + LSTM config, ~10x slower on a CPU). The systems take
+turns round by round (ours, the ResNet + LSTM config, SB3 with each torch thread count), so
+load on the shared 2-core machine hits all alike; medians over rounds and the ratios of ours
+to SB3 at its best thread count are printed in one table, the last line is JSON.
+
+* ``ours``: ``python -m experiments.train --flagfile=experiments/configs/impala_atari_pong.cfg
+  --num_envs=N`` (its actors and unroll length), read from the final JSON line's
+  ``train_sps`` (steps / seconds of the training loop: no imports, no final evaluation).
+* ``resnet_lstm``: the same with ``impala_atari_pong_resnet_lstm_gpu.cfg``.
+* ``sb3_a2c``: Stable-Baselines3 ``A2C("CnnPolicy")`` with its Atari defaults
+  (``make_atari_env`` + ``VecFrameStack(4)``, n_steps 5, RMSProp) on CPU with
+  ``torch.set_num_threads(k)``; steps / seconds of ``model.learn`` (bench extra).
+
+Both need the ``atari`` extra (ale-py, opencv); SB3 needs the ``bench`` extra. A missing
+package stops the script with one line on stderr and exit code 2.
+"""
+
+import time
+
+START_TIME = time.time()
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = {
+    "ours": "impala_atari_pong.cfg",
+    "resnet_lstm": "impala_atari_pong_resnet_lstm_gpu.cfg",
+}
+NEEDS = {"ours": ("ale_py", "cv2"), "resnet_lstm": ("ale_py", "cv2"),
+         "sb3_a2c": ("ale_py", "cv2", "torch", "stable_baselines3")}  # fmt: skip
+
+
+def sb3_worker(args: argparse.Namespace) -> None:
+    """Trains SB3 A2C for ``--steps`` in this process; prints one JSON line."""
+    import ale_py
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import A2C
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    gym.register_envs(ale_py)
+    torch.set_num_threads(args.torch_threads)
+    # SB3's AtariWrapper skips 4 frames itself: the v5 env's own frame skip goes to 1.
+    kwargs = {"frameskip": 1} if "-v5" in args.env else None
+    env = make_atari_env(args.env, n_envs=args.num_envs, seed=0, env_kwargs=kwargs)
+    env = VecFrameStack(env, n_stack=4)
+    model = A2C("CnnPolicy", env, seed=0, device="cpu", verbose=0)
+    start = time.time()
+    model.learn(total_timesteps=args.steps)
+    seconds = time.time() - start
+    print(json.dumps({"final": True, "step": int(model.num_timesteps),
+                      "train_sps": model.num_timesteps / seconds,
+                      "torch_threads": torch.get_num_threads()}), flush=True)  # fmt: skip
+
+
+def _last_json(stdout: str) -> dict:
+    for line in reversed(stdout.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError(f"no JSON line in the output: {stdout[-500:]}")
+
+
+def run_ours(system: str, args: argparse.Namespace, workdir: str, round_: int) -> float:
+    logdir = os.path.join(workdir, f"{system}-{round_}")
+    cmd = [sys.executable, "-m", "experiments.train",
+           f"--flagfile={os.path.join(ROOT, 'experiments', 'configs', CONFIGS[system])}",
+           f"--env={args.env}", f"--logdir={logdir}", f"--num_envs={args.num_envs}",
+           f"--total_steps={args.resnet_steps if system == 'resnet_lstm' else args.steps}",
+           "--eval_every=0", "--eval_episodes=1",
+           "--export=false", "--stop_return=1e9"]  # fmt: skip
+    return _run(cmd)["train_sps"]
+
+
+def run_sb3(threads: int, args: argparse.Namespace) -> float:
+    cmd = [sys.executable, os.path.abspath(__file__), "--sb3_worker", f"--env={args.env}",
+           f"--steps={args.steps}", f"--num_envs={args.num_envs}",
+           f"--torch_threads={threads}"]  # fmt: skip
+    return _run(cmd)["train_sps"]
+
+
+def _run(cmd: list[str]) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])}... failed:\n{proc.stderr[-3000:]}")
+    return _last_json(proc.stdout)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--env", default="ALE/Pong-v5")
+    p.add_argument("--steps", type=int, default=60_000)
+    p.add_argument("--resnet_steps", type=int, default=10_000, help="steps of resnet_lstm")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--num_envs", type=int, default=8)
+    p.add_argument("--torch_threads", default="1,2")
+    p.add_argument("--systems", default="ours,resnet_lstm,sb3_a2c")
+    p.add_argument("--sb3_worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.sb3_worker:
+        args.torch_threads = int(args.torch_threads)
+        return args
+    args.systems = [s for s in args.systems.split(",") if s]
+    bad = [s for s in args.systems if s not in NEEDS]
+    if bad:
+        p.exit(2, f"error: --systems: unknown {bad}; expected some of {sorted(NEEDS)}\n")
+    missing = sorted({m for s in args.systems for m in NEEDS[s]
+                      if importlib.util.find_spec(m) is None})  # fmt: skip
+    if missing:
+        p.exit(2, f"error: --systems: needs {missing} (pip install -e '.[atari,bench]')\n")
+    args.torch_threads = [int(t) for t in args.torch_threads.split(",") if t]
+    if args.steps < 1 or args.rounds < 1 or args.num_envs < 1:
+        p.exit(2, "error: --steps, --rounds and --num_envs: expected ints >= 1\n")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.sb3_worker:
+        sb3_worker(args)
+        return
+    names = [s for s in args.systems if s != "sb3_a2c"]
+    if "sb3_a2c" in args.systems:
+        names += [f"sb3_a2c_{t}t" for t in args.torch_threads]
+    sps: dict[str, list[float]] = {name: [] for name in names}
+    print(f"{args.env}, {args.num_envs} envs, {args.steps} agent steps per run", flush=True)
+    with tempfile.TemporaryDirectory() as workdir:
+        for round_ in range(args.rounds):
+            for name in names:
+                if name.startswith("sb3_a2c_"):
+                    value = run_sb3(int(name.split("_")[-1][:-1]), args)
+                else:
+                    value = run_ours(name, args, workdir, round_)
+                sps[name].append(value)
+                print(f"round {round_}: {name}: {value:.1f} steps/s", flush=True)
+    medians = {name: statistics.median(v) for name, v in sps.items()}
+    sb3 = {n: m for n, m in medians.items() if n.startswith("sb3_a2c_")}
+    best = max(sb3.values()) if sb3 else None
+    print("| system | median steps/s | runs | ratio to SB3 A2C at its best |")
+    print("|---|---|---|---|")
+    for name, median in medians.items():
+        ratio = f"{median / best:.2f}x" if best else "-"
+        print(f"| {name} | {median:.1f} | {len(sps[name])} | {ratio} |")
+    print(json.dumps({"medians": medians, "runs": sps, "sb3_best": best,
+                      "wall_time": time.time() - START_TIME}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
