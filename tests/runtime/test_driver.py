@@ -27,7 +27,8 @@ from tfagents_vtrace.runtime.triggers import IntervalTrigger
 
 NET = NetworkConfig(hidden_sizes=(8,))
 ROW_FIELDS = ("step", "wall_time", "sps", "episode_return", "episode_length", "episodes",
-              "updates", "env_restarts", "policy_lag")  # fmt: skip
+              "updates", "env_restarts", "policy_lag", "policy_lag_p50", "policy_lag_p95",
+              "policy_lag_max")  # fmt: skip
 FINAL_FIELDS = ("final", "step", "wall_time", "train_wall_time", "solve_wall_time",
                 "solve_step", "eval_return", "train_sps", "updates", "episodes", "env_restarts",
                 "resumed")  # fmt: skip

@@ -80,9 +80,23 @@ class Counters:
                 "updates": int(self.updates),
                 "env_restarts": int(self.env_restarts),
                 "policy_lag": _mean(self._lag) or 0.0,
+                **_lag_quantiles(self._lag),
             }
             self._lag = []
         return row
+
+
+def _lag_quantiles(lags: list) -> dict:
+    """``policy_lag_p50/_p95/_max`` of the row's updates (updates between the weights that
+    acted and the update that learns from the data; None without updates in the row)."""
+    if not lags:
+        return {"policy_lag_p50": None, "policy_lag_p95": None, "policy_lag_max": None}
+    p50, p95 = np.percentile(lags, [50, 95])
+    return {
+        "policy_lag_p50": float(p50),
+        "policy_lag_p95": float(p95),
+        "policy_lag_max": float(np.max(lags)),
+    }
 
 
 def _mean(values) -> float | None:

@@ -44,6 +44,8 @@ class Progress:
             "sps": f"{row.get('sps', 0):.0f}",
             "return": "-" if ret is None else f"{ret:.1f}",
         }
+        if row.get("policy_lag_p50") is not None:  # actor-learner runs
+            parts["lag"] = f"{row['policy_lag_p50']:.0f}"
         if "eval_return" in row:
             parts["eval"] = f"{row['eval_return']:.1f}"
         slowest = _bottleneck(row)
