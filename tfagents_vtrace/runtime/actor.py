@@ -335,14 +335,18 @@ class ActorThread(threading.Thread):
         self.actor, self.store, self.out, self.stop = actor, store, out, stop
         self.error: BaseException | None = None
 
+    def step(self) -> None:
+        """Newest weights, one unroll, into the queue (a dropped unroll is not put)."""
+        if self.store.version > self.actor.weights_version:
+            self.actor.set_weights(*self.store.get())
+        item = self.actor.unroll()
+        if item is not None:
+            put_until_stopped(self.out, item, self.stop)
+
     def run(self) -> None:
         try:
             while not self.stop.is_set():
-                if self.store.version > self.actor.weights_version:
-                    self.actor.set_weights(*self.store.get())
-                item = self.actor.unroll()
-                if item is not None:
-                    put_until_stopped(self.out, item, self.stop)
+                self.step()
         except BaseException as error:  # noqa: BLE001 - reported by the learner loop
             self.error = error
             if isinstance(error, ActingError):  # one line for the user, no traceback

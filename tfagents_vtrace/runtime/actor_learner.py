@@ -56,7 +56,9 @@ class ActorLearner(NetworkAgent):
             seed=run.seed + 7919 * counters.updates + self.seed_offset,
             env_mode=run.env_mode, policy_impl=run.policy_impl,
         )  # fmt: skip
-        self.source = unroll_source(run, spec, self.acting_network, self.env_factory)
+        self.source = unroll_source(
+            run, spec, self.acting_network, self.env_factory, start=counters.updates
+        )
         self.times = TimeShares(0 if self.source.inline else run.num_actors)
         self.source.start(counters.updates, self.learner.get_weights())
 

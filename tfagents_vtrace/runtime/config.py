@@ -58,6 +58,20 @@ class RunConfig:
     """backend="ray": CPUs each Ray actor reserves (e.g. 0.5 packs two actors per core)."""
     export_policy: bool = True
     """Write DIR/policy (SavedModel) at the end."""
+    deterministic: bool = False
+    """Repeatable runs: the same command and seed on the same machine write the same
+    metrics (timings aside) and final weights, whatever the load. TensorFlow op determinism
+    on; actor threads act with weights exactly ``deterministic_lag`` updates old and the
+    learner takes their unrolls in a fixed order; asynchronous workers (A3C, ACER) take
+    turns in a fixed order; metrics rows follow steps (``log_every_steps``), not seconds.
+    Slower; not with ``backend="ray"``."""
+    deterministic_lag: int = 1
+    """With ``deterministic``: updates between the weights that act and the update that
+    learns from their unrolls (0: acting waits for every update; 1: actors and learner
+    overlap by one update, as a pipeline)."""
+    log_every_steps: int = 0
+    """Metrics rows every this many env steps instead of every ``log_every_s`` seconds (0:
+    seconds; with ``deterministic`` and 0, every hundredth of ``total_steps``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
@@ -71,6 +85,15 @@ class RunConfig:
         check_int("queue_capacity", self.queue_capacity, 1)
         check_int("eval_every", self.eval_every, 0)
         check_int("eval_episodes", self.eval_episodes, 1)
+        check_int("deterministic_lag", self.deterministic_lag, 0)
+        check_int("log_every_steps", self.log_every_steps, 0)
+        if not isinstance(self.deterministic, bool):
+            raise ValueError(f"deterministic: expected a bool, received {self.deterministic!r}")
+        if self.deterministic and self.backend == "ray":
+            raise ValueError(
+                "deterministic: not available with backend='ray' (Ray actors' unrolls arrive "
+                "in an order that depends on timing); use the local backend"
+            )
         if self.policy_impl not in POLICY_IMPLS:
             raise ValueError(
                 f"policy_impl: expected one of {POLICY_IMPLS}, received {self.policy_impl!r}"
@@ -97,6 +120,13 @@ class RunConfig:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and value > 0):
                 raise ValueError(f"{name}: expected a number > 0, received {value!r}")
+
+    @property
+    def row_every_steps(self) -> int:
+        """Env steps between metrics rows when rows follow steps, else 0 (seconds)."""
+        if self.log_every_steps:
+            return self.log_every_steps
+        return max(self.total_steps // 100, 1) if self.deterministic else 0
 
     @property
     def steps_per_update(self) -> int:

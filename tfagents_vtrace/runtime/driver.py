@@ -138,6 +138,7 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
     name = kwargs.pop("agent_name", None) or agent.__name__.rsplit(".", 1)[-1]
     start_time = kwargs.pop("start_time", None)
     kwargs.setdefault("strategy", None)
+    seed_everything(run)  # before any network is built
     if hasattr(agent, "run_agent"):
         glue = agent.run_agent(run, agent_config, network_config, **kwargs)
     else:
@@ -148,6 +149,17 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
     return Driver(
         run, glue, logdir, config, start_time, kwargs["strategy"], kwargs.get("env_factory")
     )
+
+
+def seed_everything(run) -> None:
+    """Seeds Python's, numpy's and TensorFlow's global generators (network initialisation)
+    from ``run.seed``; with ``run.deterministic`` also turns on TensorFlow op determinism
+    (ops run their deterministic kernels, or raise where none exists)."""
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(run.seed)
+    if run.deterministic:
+        tf.config.experimental.enable_op_determinism()
 
 
 def train(run, agent, agent_config, network_config, logdir: str, **kwargs) -> dict:
@@ -265,7 +277,10 @@ class Driver:
         or ``stop_return``; returns the newest evaluation row and the solving wall time."""
         run, counters = self.run_config, self.counters
         evals = IntervalTrigger(run.eval_every, counters.env_steps)
-        rows = TimeTrigger(run.log_every_s)
+        if run.row_every_steps:  # steps: the same rows whatever the load
+            rows = IntervalTrigger(run.row_every_steps, counters.env_steps)
+        else:
+            rows = TimeTrigger(run.log_every_s)
         if self.role.task_type is None:
             saves = TimeTrigger(run.checkpoint_every_s)
         else:  # multi_worker saves are collective: every worker saves at the same step
@@ -280,7 +295,7 @@ class Driver:
             self._check_finite()
             eval_row = self._evaluate(evaluator) if evals(step) else None
             last_eval = eval_row or last_eval
-            if eval_row is not None or (self._row_step < step < run.total_steps and rows()):
+            if eval_row is not None or (self._row_step < step < run.total_steps and rows(step)):
                 self._write_row(eval_row, progress)
             if eval_row is not None and run.stop_return is not None:
                 if eval_row["eval_return"] >= run.stop_return:

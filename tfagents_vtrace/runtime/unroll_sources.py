@@ -9,7 +9,10 @@ and ``close()`` stops it. Three kinds:
 * actor threads (``num_actors`` >= 1, local backend) and Ray actor processes (``backend=
   "ray"``): :class:`QueueSource`, a bounded queue (``queue_capacity``) that they fill;
 * one actor stepped by the learner's thread when ``num_actors`` is 0: :class:`InlineSource`
-  (synchronous, no policy lag; its acting time is the learner thread's).
+  (synchronous, no policy lag; its acting time is the learner thread's);
+* with ``deterministic``, actor threads in a fixed pipeline: :class:`LockstepSource` (each
+  unroll acts with the weights exactly ``deterministic_lag`` updates old and the learner
+  takes the actors' unrolls in turn, so timing changes nothing).
 
 ``start(version, weights)`` publishes the first weights, then starts the actors.
 """
@@ -21,7 +24,7 @@ import threading
 
 import numpy as np
 
-from tfagents_vtrace.runtime.actor import Actor, ActorThread, WeightStore
+from tfagents_vtrace.runtime.actor import Actor, ActorThread, WeightStore, put_until_stopped
 from tfagents_vtrace.runtime.env_failures import first_error
 
 
@@ -58,6 +61,81 @@ class QueueSource:
                 thread.join(timeout=10)
 
 
+class VersionedWeights:
+    """Every published ``(version, weights)`` still needed, for actors that must act with one
+    exact version (the lockstep pipeline); ``wait_for`` blocks until it is published."""
+
+    def __init__(self, lag: int):
+        self.lag, self._weights, self._cond = int(lag), {}, threading.Condition()
+
+    def publish(self, version: int, weights: list) -> None:
+        with self._cond:
+            self._weights[int(version)] = weights
+            for old in [v for v in self._weights if v < version - self.lag]:
+                del self._weights[old]  # the learner is past every update that acts with it
+            self._cond.notify_all()
+
+    def wait_for(self, version: int, stop: threading.Event) -> list | None:
+        """The weights of ``version``; None if ``stop`` is set first."""
+        with self._cond:
+            while version not in self._weights:
+                if stop.is_set():
+                    return None
+                self._cond.wait(timeout=0.1)
+            return self._weights[version]
+
+
+class LockstepActorThread(ActorThread):
+    """An actor thread of the deterministic pipeline: its ``m``-th unroll is the
+    ``g = m * num_actors + actor_id``-th the learner takes, for update ``n = start + g //
+    batch_unrolls``, and acts with the weights of version ``max(n - lag, start)`` exactly."""
+
+    def __init__(self, actor, weights: VersionedWeights, out, stop, num_actors, batch, start):
+        super().__init__(actor, None, out, stop)
+        self.weights, self.num_actors, self.batch, self.start_version = (
+            weights, num_actors, batch, start,
+        )  # fmt: skip
+        self.made = 0
+
+    def step(self) -> None:
+        index = self.made * self.num_actors + self.actor.actor_id
+        update = self.start_version + index // self.batch
+        version = max(update - self.weights.lag, self.start_version)
+        if self.actor.weights_version != version:
+            weights = self.weights.wait_for(version, self.stop)
+            if weights is None:
+                return
+            self.actor.set_weights(version, weights)
+        item = self.actor.unroll()
+        if item is not None and put_until_stopped(self.out, item, self.stop):
+            self.made += 1
+
+
+class LockstepSource(QueueSource):
+    """The deterministic actor threads (:class:`LockstepActorThread`): each fills a queue
+    of its own and :meth:`next` takes them in turn, so every update learns from the same
+    unrolls, made with the same weights, whatever the threads' timing."""
+
+    def __init__(self, threads: list, queues: list, weights: VersionedWeights, stop):
+        super().__init__(threads, None, None, stop)
+        self.queues, self.weights, self.taken = queues, weights, 0
+
+    def publish(self, version: int, weights: list) -> None:
+        self.weights.publish(version, weights)
+
+    def next(self) -> tuple[dict, dict]:
+        source = self.queues[self.taken % len(self.queues)]
+        while True:
+            try:
+                item = source.get(timeout=1.0)
+                self.taken += 1
+                return item
+            except queue.Empty:
+                errors = [t.error for t in self.threads if t.error is not None]
+                if errors:  # one missing actor stops the fixed order
+                    raise first_error(errors, "actors") from None
+
+
 class InlineSource:
     """One actor stepped in the caller's thread with the newest published weights."""
 
@@ -84,16 +162,27 @@ class InlineSource:
         self.actor.close()
 
 
-def unroll_source(run, spec, network_factory, env_factory=None):
+def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0):
     """The source ``run`` asks for (module docstring), its actors built from ``spec``;
     ``network_factory()`` gives each actor its network, ``env_factory`` (``(num_envs, seed)
-    -> VectorEnv``) replaces ``make_vector_env``."""
+    -> VectorEnv``) replaces ``make_vector_env``; ``start`` is the update count the run
+    starts from (the first weights' version)."""
     actor_factory = None
     if env_factory is not None:
         actor_factory = lambda seed: env_factory(run.num_envs, seed)  # noqa: E731
     if run.backend == "local" and run.num_actors == 0:
         return InlineSource(Actor(spec, 0, network_factory(), env_factory=actor_factory))
-    store, stop = WeightStore(), threading.Event()
+    stop = threading.Event()
+    if run.deterministic:  # local threads (RunConfig refuses Ray)
+        weights = VersionedWeights(run.deterministic_lag)
+        queues = [queue.Queue(maxsize=run.queue_capacity) for _ in range(run.num_actors)]
+        threads = [
+            LockstepActorThread(Actor(spec, i, network_factory(), actor_factory), weights,
+                                queues[i], stop, run.num_actors, run.batch_unrolls, start)
+            for i in range(run.num_actors)
+        ]  # fmt: skip
+        return LockstepSource(threads, queues, weights, stop)
+    store = WeightStore()
     unrolls: queue.Queue = queue.Queue(maxsize=run.queue_capacity)
     if run.backend == "ray":  # one driver thread for all Ray actors, same queue and store
         from tfagents_vtrace.runtime.ray_backend import RayActorPool

@@ -8,7 +8,9 @@ back when the iteration is dropped (its environment failed), so a run ends withi
 iteration of ``total_steps`` whatever the number of workers. Workers count into the run's
 :class:`~tfagents_vtrace.runtime.counters.Counters` themselves; :class:`WorkerPool` is the
 driver's view of them: :meth:`WorkerPool.advance` waits a moment and returns the newest
-metrics, and an unexpected error in every worker ends the run (as for actor threads).
+metrics, and an unexpected error in every worker ends the run (as for actor threads). In a
+deterministic run the workers take turns in a fixed round-robin order instead, one iteration
+per :meth:`WorkerPool.advance`, in the driver's thread.
 """
 
 from __future__ import annotations
@@ -34,11 +36,22 @@ class WorkerPool:
       poll_s: seconds :meth:`advance` waits.
     """
 
-    def __init__(self, workers: list, steps: int, start: int, total: int, poll_s: float = 0.02):
+    def __init__(
+        self,
+        workers: list,
+        steps: int,
+        start: int,
+        total: int,
+        poll_s: float = 0.02,
+        deterministic: bool = False,
+    ):
         self.workers, self.steps, self.poll_s = workers, int(steps), poll_s
         self.budget = StepBudget(start, total)
         self.stop = threading.Event()
         self.metrics: dict = {}
+        # Deterministic runs: no threads; each advance() runs the next worker's iteration
+        # in a fixed round-robin order, in the caller's thread.
+        self.deterministic, self.turn = deterministic, 0
         self.threads = [
             threading.Thread(target=self._work, args=(w,), name=f"worker-{i}", daemon=True)
             for i, w in enumerate(workers)
@@ -46,6 +59,8 @@ class WorkerPool:
         self.errors: list[BaseException] = []
 
     def start(self) -> None:
+        if self.deterministic:
+            return
         for thread in self.threads:
             thread.start()
 
@@ -72,7 +87,18 @@ class WorkerPool:
                 pass
 
     def advance(self) -> dict:
-        """Waits ``poll_s``; the newest metrics. Raises RuntimeError once every worker failed."""
+        """Waits ``poll_s``; the newest metrics. Raises RuntimeError once every worker failed.
+        Deterministic: runs the next worker's iteration (round robin) and returns its metrics."""
+        if self.deterministic:
+            worker = self.workers[self.turn % len(self.workers)]
+            if self.budget.claim(self.steps):
+                metrics = worker.iterate()
+                if metrics is None:  # dropped: the same worker tries again
+                    self.budget.release(self.steps)
+                    return self.metrics
+                self.metrics = metrics
+            self.turn += 1
+            return self.metrics
         time.sleep(self.poll_s)
         if self.errors and not any(t.is_alive() for t in self.threads):
             raise first_error(self.errors, "workers")

@@ -58,7 +58,9 @@ class A3CAgent(NetworkAgent):
             for i in range(self.config.num_workers)
         ]
         steps = self.config.t_max * run.num_envs
-        self.pool = WorkerPool(self.workers, steps, restart, run.total_steps)
+        self.pool = WorkerPool(
+            self.workers, steps, restart, run.total_steps, deterministic=run.deterministic
+        )
         self.pool.start()
 
     def advance(self) -> dict:

@@ -72,8 +72,9 @@ class AcerAgent(NetworkAgent):
             self.inline = self.actor(0, self.learner.network)
             return
         workers = [AcerWorker(self, i + 1) for i in range(self.config.num_workers)]
-        total = self.run_config.total_steps
-        self.pool = WorkerPool(workers, self.steps, counters.env_steps, total)
+        run = self.run_config
+        self.pool = WorkerPool(workers, self.steps, counters.env_steps, run.total_steps,
+                               deterministic=run.deterministic)  # fmt: skip
         self.pool.start()
 
     def advance(self) -> dict:
