@@ -11,6 +11,7 @@ from tfagents_vtrace.networks import (
     MinAtarCNN,
     NatureCNN,
     NetworkConfig,
+    SmallAtariCNN,
     StochasticDuelingHead,
     greedy_action,
     make_distribution,
@@ -145,17 +146,26 @@ def test_minatar_cnn_architecture():
     torso = MinAtarCNN(dense_size=32)
     out = torso(tf.zeros([2, 10, 10, 4], tf.uint8))
     assert out.shape == (2, 32)
-    assert torso.conv.weights[0].shape == (3, 3, 4, 16)
+    assert torso.convs[0].weights[0].shape == (3, 3, 4, 16)
     assert torso.dense.weights[0].shape == (8 * 8 * 16, 32)  # valid 3x3 conv: 10 -> 8
 
 
-@pytest.mark.parametrize("torso", ["mlp", "minatar_cnn", "nature_cnn"])
+def test_small_atari_cnn_architecture():
+    torso = SmallAtariCNN()
+    out = torso(tf.zeros([2, 84, 84, 4], tf.uint8))
+    assert out.shape == (2, 256)
+    assert [c.weights[0].shape for c in torso.convs] == [(8, 8, 4, 16), (4, 4, 16, 32)]
+    # valid convs: 84 -> (84 - 8) / 4 + 1 = 20 -> (20 - 4) / 2 + 1 = 9
+    assert torso.dense.weights[0].shape == (9 * 9 * 32, 256)
+
+
+@pytest.mark.parametrize("torso", ["mlp", "minatar_cnn", "nature_cnn", "small_atari_cnn"])
 def test_binary_uint8_grids_reach_the_network_as_0_1_and_images_are_divided_by_255(torso, rng):
     """A uint8 Box with high=1 (MinAtar) is fed as 0/1; one with high=255 is divided by 255.
 
     Ground truth: the same network on float32 observations of the expected values."""
     act = gym.spaces.Discrete(3)
-    size = 36 if torso == "nature_cnn" else 10
+    size = 36 if torso in ("nature_cnn", "small_atari_cnn") else 10
     grid = rng.integers(0, 2, size=(4, size, size, 4)).astype(np.uint8)
     for high, expected in ((1, grid.astype(np.float32)), (255, grid / np.float32(255.0))):
         space = gym.spaces.Box(0, high, (size, size, 4), np.uint8)

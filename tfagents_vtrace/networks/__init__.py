@@ -25,7 +25,14 @@ from tfagents_vtrace.networks.heads import (
     StochasticDuelingHead,
     ValueHead,
 )
-from tfagents_vtrace.networks.torsos import ImpalaResNet, MinAtarCNN, MLPTorso, NatureCNN
+from tfagents_vtrace.networks.torsos import (
+    ConvTorso,
+    ImpalaResNet,
+    MinAtarCNN,
+    MLPTorso,
+    NatureCNN,
+    SmallAtariCNN,
+)
 
 __all__ = [
     "ActorCriticNetwork",
@@ -35,6 +42,8 @@ __all__ = [
     "ImpalaResNet",
     "LSTMCore",
     "MinAtarCNN",
+    "ConvTorso",
+    "SmallAtariCNN",
     "MLPTorso",
     "NatureCNN",
     "NetInputs",

@@ -17,7 +17,7 @@ import dataclasses
 from tfagents_vtrace.validation import check_choice as _check_choice
 from tfagents_vtrace.validation import check_positive as _check_positive
 
-TORSOS = ("mlp", "nature_cnn", "minatar_cnn", "impala_resnet")
+TORSOS = ("mlp", "nature_cnn", "small_atari_cnn", "minatar_cnn", "impala_resnet")
 CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
 GAUSSIAN_STDS = ("state", "global")
@@ -32,11 +32,12 @@ class NetworkConfig:
     """
 
     # Torso: "mlp" (dense layers on the flattened observation), "nature_cnn" (3 convs + dense
-    # `cnn_dense_size` or 512), "minatar_cnn" (conv 16x3x3/1 + dense `cnn_dense_size` or 128,
-    # the MinAtar paper's), "impala_resnet" (3 stages 16/32/32 of conv + max-pool + 2
-    # residual blocks, then dense `cnn_dense_size` or 256). uint8 images (values up to 255)
-    # are scaled to [0, 1] inside every torso, 0/1 uint8 grids (MinAtar) enter as 0/1;
-    # Discrete observations are one-hot encoded.
+    # `cnn_dense_size` or 512), "small_atari_cnn" (DQN 2013 / A3C: conv 16x8x8/4, 32x4x4/2,
+    # dense `cnn_dense_size` or 256; a third of the Nature CNN's work), "minatar_cnn" (conv
+    # 16x3x3/1 + dense `cnn_dense_size` or 128, the MinAtar paper's), "impala_resnet" (3
+    # stages 16/32/32 of conv + max-pool + 2 residual blocks, then dense `cnn_dense_size` or
+    # 256). uint8 images (values up to 255) are scaled to [0, 1] inside every torso, 0/1
+    # uint8 grids (MinAtar) enter as 0/1; Discrete observations are one-hot encoded.
     torso: str = "mlp"
     # Hidden layer sizes of the MLP torso (ignored by the CNN torsos).
     hidden_sizes: tuple[int, ...] = (64, 64)

@@ -3,6 +3,8 @@
 * :class:`MLPTorso`: dense layers on the flattened observation.
 * :class:`NatureCNN`: the DQN network of Mnih et al. 2015 (Nature 518, 529-533):
   conv 32x8x8/4, conv 64x4x4/2, conv 64x3x3/1, dense 512, relu throughout.
+* :class:`SmallAtariCNN`: the DQN network of Mnih et al. 2013, also A3C's on Atari:
+  conv 16x8x8/4, conv 32x4x4/2, dense 256, relu throughout.
 * :class:`MinAtarCNN`: the MinAtar network of Young & Tian 2019
   (https://arxiv.org/abs/1903.03176): conv 16x3x3/1 (valid), dense 128, relu throughout.
 * :class:`ImpalaResNet`: the deep ResNet of IMPALA (Espeholt et al. 2018,
@@ -111,20 +113,29 @@ class MLPTorso(keras.layers.Layer):
         return x
 
 
-class NatureCNN(keras.layers.Layer):
-    """The Nature DQN torso: ``[N, H, W, C]`` frames -> ``[N, dense_size]`` (relu)."""
+class ConvTorso(keras.layers.Layer):
+    """Valid-padded relu convolutions, flatten, one relu dense layer: ``[N, H, W, C]`` ->
+    ``[N, dense_size]``. ``convs``: ``(filters, kernel, stride)`` per layer."""
 
-    def __init__(self, dense_size: int = 512, input_scale: float | None = None, **kw):
+    CONVS: tuple[tuple[int, int, int], ...] = ()
+    DENSE_SIZE = 256
+
+    def __init__(
+        self,
+        dense_size: int | None = None,
+        input_scale: float | None = None,
+        convs: tuple[tuple[int, int, int], ...] | None = None,
+        **kw,
+    ):
         super().__init__(**kw)
         self.input_scale = input_scale
         self.convs = [
-            keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
-            keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
-            keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+            keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu")
+            for filters, kernel, stride in (convs or self.CONVS)
         ]
         track_layers(self, "conv", self.convs)
         self.flatten = keras.layers.Flatten()
-        self.dense = keras.layers.Dense(dense_size, activation="relu")
+        self.dense = keras.layers.Dense(dense_size or self.DENSE_SIZE, activation="relu")
 
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call
@@ -136,28 +147,35 @@ class NatureCNN(keras.layers.Layer):
         return self.dense(self.flatten(x))
 
 
-class MinAtarCNN(keras.layers.Layer):
+class NatureCNN(ConvTorso):
+    """The Nature DQN torso: conv 32x8x8/4, 64x4x4/2, 64x3x3/1, dense 512 (relu)."""
+
+    CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+    DENSE_SIZE = 512
+
+
+class SmallAtariCNN(ConvTorso):
+    """The DQN network of Mnih et al. 2013 ("Playing Atari with Deep Reinforcement
+    Learning", https://arxiv.org/abs/1312.5602), also A3C's on Atari (Mnih et al. 2016):
+    conv 16x8x8/4, 32x4x4/2, dense 256 (relu), about a third of the Nature CNN's
+    multiply-adds on 84x84x4 frames."""
+
+    CONVS = ((16, 8, 4), (32, 4, 2))
+    DENSE_SIZE = 256
+
+
+class MinAtarCNN(ConvTorso):
     """The MinAtar torso: ``[N, 10, 10, C]`` grids -> ``[N, dense_size]`` (relu).
 
     One conv 16x3x3 stride 1 (valid padding, 10x10 -> 8x8) and one dense layer, the network
     of the MinAtar paper's actor-critic baselines.
     """
 
-    def __init__(
-        self, channels: int = 16, dense_size: int = 128, input_scale: float | None = None, **kw
-    ):
-        super().__init__(**kw)
-        self.input_scale = input_scale
-        self.conv = keras.layers.Conv2D(channels, 3, strides=1, activation="relu")
-        self.flatten = keras.layers.Flatten()
-        self.dense = keras.layers.Dense(dense_size, activation="relu")
+    CONVS = ((16, 3, 1),)
+    DENSE_SIZE = 128
 
-    def build(self, input_shape):
-        self.built = True  # sublayers build on the first call
-
-    def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = preprocess_observation(x, input_scale=self.input_scale)
-        return self.dense(self.flatten(self.conv(x)))
+    def __init__(self, channels: int = 16, dense_size: int = 128, **kw):
+        super().__init__(dense_size, convs=((channels, 3, 1),), **kw)
 
 
 class _ResidualBlock(keras.layers.Layer):
