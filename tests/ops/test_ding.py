@@ -279,7 +279,8 @@ def test_integer_mask_weight_and_none_weight(rng):
     [
         ("value", np.zeros((5, 3), np.float32), r"`value` must have shape \[6, 3\].*got \[5, 3\]"),
         ("reward", np.zeros((5, 2), np.float32), r"`reward`.*\[5, 3\].*\[5, 2\]"),
-        ("reward", np.zeros((5, 3), np.int64), r"`reward`.*floating.*int64"),
+        ("value", np.zeros((6, 3), np.int64), r"`value`.*floating.*int64"),
+        ("reward", np.zeros((5, 3), bool), r"`reward`.*floating.*bool"),
         ("weight", np.zeros((4, 3), np.float32), r"`weight`.*\[5, 3\].*\[4, 3\]"),
         ("action", np.zeros((5,), np.int32), r"`action`.*\[5, 3\].*\[5\]"),
         ("target_output", np.zeros((5, 3), np.float32), r"`target_output` must have rank 3"),
@@ -323,3 +324,80 @@ def test_nstep_return_is_differentiable(rng, mode):
         for s in range(t + 1):
             want[t] += rhos[t] * np.prod(gamma * lambda_ * cs[s:t], axis=0)
     np.testing.assert_allclose(run_in_mode(grad, mode)().numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+# --- integer rewards (DI-engine documents `reward` as a LongTensor) ---------------------------
+
+
+@pytest.mark.parametrize("mode", RUN_MODES)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_integer_reward_is_cast(rng, mode, weighted):
+    """torch promotes a LongTensor reward in the float arithmetic; we cast it the same way."""
+    settings = SETTINGS["loose"]
+    int_reward = rng.integers(-2, 3, (7, 3)).astype(np.int64)
+    discrete = discrete_data(rng, 7, 3, weighted=weighted)._replace(reward=int_reward)
+    got = _call(ding.vtrace_error_discrete_action, discrete, settings, mode)
+    want, _, _ = numpy_discrete(discrete, settings)
+    assert all(x.dtype == tf.float32 for x in got)
+    np.testing.assert_allclose([x.numpy() for x in got], want, rtol=1e-4, atol=1e-5)
+    continuous = continuous_data(rng, 7, 3, weighted=weighted)._replace(reward=int_reward)
+    got = _call(ding.vtrace_error_continuous_action, continuous, settings, mode)
+    want, _, _ = numpy_continuous(continuous, settings)
+    np.testing.assert_allclose([x.numpy() for x in got], want, rtol=1e-4, atol=1e-5)
+
+
+def test_integer_reward_in_nstep_return_and_advantage(rng):
+    num_steps, batch, gamma, lambda_ = 8, 3, 0.9, 0.8
+    ratio = np.exp(rng.normal(size=(num_steps, batch)))
+    rhos, cs = np.minimum(ratio, 1.5), np.minimum(ratio, 1.0)
+    reward = rng.integers(-2, 3, (num_steps, batch))
+    value = rng.normal(size=(num_steps + 1, batch))
+    f32 = lambda x: np.asarray(x, np.float32)
+    for int_reward in (reward.astype(np.int64), tf.constant(reward, tf.int32)):
+        ret = ding.vtrace_nstep_return(f32(rhos), f32(cs), int_reward, f32(value), gamma, lambda_)
+        want = value[:-1].copy()  # the double sum of the DI-engine recursion
+        for s in range(num_steps):
+            for t in range(s, num_steps):
+                trace = (gamma * lambda_) ** (t - s) * np.prod(cs[s:t], axis=0)
+                want[s] += trace * rhos[t] * (reward[t] + gamma * value[t + 1] - value[t])
+        np.testing.assert_allclose(ret.numpy(), want, rtol=1e-4, atol=1e-4)
+        next_ret = f32(np.concatenate([want[1:], value[-1:]]))
+        adv = ding.vtrace_advantage(f32(rhos), int_reward, next_ret, f32(value[:-1]), gamma)
+        want_adv = rhos * (reward + gamma * next_ret - value[:-1])
+        np.testing.assert_allclose(adv.numpy(), want_adv, rtol=1e-4, atol=1e-4)
+
+
+# --- shape_fn_vtrace_discrete_action (DI-engine's shape for its HPC kernel cache) -------------
+
+
+def test_shape_fn_reads_data_from_args_then_kwargs(rng):
+    """DI-engine: args[0].target_output.shape if args else kwargs['data'].target_output.shape."""
+    small, large = discrete_data(rng, 4, 8, num_actions=16), discrete_data(rng, 2, 3)
+    shape = ding.shape_fn_vtrace_discrete_action((small,), {})
+    assert shape == tf.TensorShape([4, 8, 16]) and [str(s) for s in shape] == ["4", "8", "16"]
+    assert ding.shape_fn_vtrace_discrete_action((small, 0.9), {"lambda_": 1.0}) == [4, 8, 16]
+    assert ding.shape_fn_vtrace_discrete_action((), {"data": large, "gamma": 0.9}) == [2, 3, 4]
+    assert ding.shape_fn_vtrace_discrete_action((small,), {"data": large}) == [4, 8, 16]
+    tensors = ding.vtrace_data(*(tf.constant(x) if x is not None else x for x in small))
+    assert ding.shape_fn_vtrace_discrete_action((tensors,), {}) == [4, 8, 16]
+
+
+def test_shape_fn_under_tf_function_and_bad_input(rng):
+    data = discrete_data(rng, 4, 2, num_actions=5, weighted=False)
+    shapes = []
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, 5], tf.float32)])
+    def trace(target):
+        shapes.append(
+            ding.shape_fn_vtrace_discrete_action((), {"data": data._replace(target_output=target)})
+        )
+        return target
+
+    trace(data.target_output)
+    assert shapes[0].as_list() == [None, None, 5]
+    with pytest.raises(ValueError, match=r"`data` not found"):
+        ding.shape_fn_vtrace_discrete_action((), {"gamma": 0.9})
+    with pytest.raises(ValueError, match=r"`data.target_output` must have rank 3.*\[4, 2\]"):
+        ding.shape_fn_vtrace_discrete_action((data._replace(target_output=data.value[:-1]),), {})
+    with pytest.raises(ValueError, match=r"`data.target_output` must be logits.*dict"):
+        ding.shape_fn_vtrace_discrete_action((continuous_data(rng, 4, 2),), {})

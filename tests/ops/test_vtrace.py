@@ -337,7 +337,9 @@ def _bad(inputs, **changes):
         (dict(rewards=np.zeros((6, 3), np.float32)), r"`rewards`.*\[5, 3\].*\[6, 3\]"),
         (dict(log_rhos=np.zeros((5, 2), np.float32)), r"`log_rhos`.*\[5, 3\].*\[5, 2\]"),
         (dict(bootstrap_value=np.zeros((4,), np.float32)), r"`bootstrap_value`.*\[3\].*\[4\]"),
-        (dict(rewards=np.zeros((5, 3), np.int32)), r"`rewards`.*floating.*int32"),
+        (dict(values=np.zeros((5, 3), np.int32)), r"`values`.*floating.*int32"),
+        (dict(bootstrap_value=np.zeros((3,), np.int64)), r"`bootstrap_value`.*floating.*int64"),
+        (dict(rewards=np.zeros((5, 3), bool)), r"`rewards`.*floating.*bool"),
         (dict(discounts=np.zeros((5, 3, 1), np.float32)), r"`discounts`.*\[5, 3\].*\[5, 3, 1\]"),
     ],
 )
@@ -405,3 +407,129 @@ def test_large_rows(rng, mode):
     want_vs, want_adv = numpy_vtrace(*inputs.values(), lambda_=0.9)
     np.testing.assert_allclose(out.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(out.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)
+
+
+# --- scalable_agent's call signature: `name`, keyword-only extensions, integer rewards --------
+
+
+def _scopes(fn, *specs):
+    """The name scope (first path component) of every op ``fn`` creates, inputs aside."""
+    graph = tf.function(fn).get_concrete_function(*specs).graph
+    ops = [op for op in graph.get_operations() if op.type not in ("Placeholder", "Identity")]
+    assert ops
+    return {op.name for op in ops}
+
+
+def _specs(num_steps, batch, num_actions=None):
+    spec = tf.TensorSpec([num_steps, batch], tf.float32)
+    if num_actions is None:
+        return [spec] * 4 + [tf.TensorSpec([batch], tf.float32)]
+    logits = tf.TensorSpec([num_steps, batch, num_actions], tf.float32)
+    actions = tf.TensorSpec([num_steps, batch], tf.int32)
+    return [logits, logits, actions] + [spec] * 3 + [tf.TensorSpec([batch], tf.float32)]
+
+
+@pytest.mark.parametrize("mode", RUN_MODES)
+def test_reference_positional_call_with_name(rng, mode):
+    """scalable_agent's callers pass (..., clip_rho, clip_pg_rho, name) positionally."""
+    inputs = make_inputs(rng, 7, 3)
+    fn = run_in_mode(lambda *a: vtrace.from_importance_weights(*a, 2.0, 1.5, "my_vtrace"), mode)
+    out = fn(*inputs.values())
+    want_vs, want_adv = numpy_vtrace(*inputs.values(), rho_bar=2.0, pg_rho_bar=1.5, c_bar=1.0)
+    np.testing.assert_allclose(out.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)
+
+    logits = [rng.normal(size=(7, 3, 4)).astype(np.float32) for _ in "bt"]
+    actions = rng.integers(0, 4, (7, 3)).astype(np.int32)
+    del inputs["log_rhos"]
+    got = run_in_mode(lambda *a: vtrace.from_logits(*a, 2.0, 1.5, "my_vtrace"), mode)(
+        *logits, actions, *inputs.values()
+    )
+    take = lambda x: np.take_along_axis(_log_softmax(x.astype(np.float64)), actions[..., None], -1)
+    log_rhos = (take(logits[1]) - take(logits[0]))[..., 0]
+    want_vs, want_adv = numpy_vtrace(log_rhos, *inputs.values(), rho_bar=2.0, pg_rho_bar=1.5)
+    np.testing.assert_allclose(got.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)
+
+
+def test_name_is_the_name_scope_of_every_op():
+    """The reference's defaults, a given name, the nesting from_logits -> importance weights."""
+    default = _scopes(vtrace.from_importance_weights, *_specs(5, 2))
+    assert all(n.startswith("vtrace_from_importance_weights/") for n in default), default
+    named = _scopes(lambda *a: vtrace.from_importance_weights(*a, name="my_vtrace"), *_specs(5, 2))
+    assert all(n.startswith("my_vtrace/") for n in named), named
+    logits = _scopes(vtrace.from_logits, *_specs(5, 2, 3))
+    assert all(n.startswith("vtrace_from_logits/") for n in logits), logits
+    assert any(n.startswith("vtrace_from_logits/vtrace_from_importance_weights/") for n in logits)
+    no_scope = _scopes(lambda *a: vtrace.from_importance_weights(*a, name=None), *_specs(5, 2))
+    assert not any("/" in n and n.startswith("vtrace") for n in no_scope)
+
+
+def test_extensions_are_keyword_only(rng):
+    inputs = list(make_inputs(rng, 5, 3).values())
+    with pytest.raises(ValueError, match=r"`name` must be a string.*float 1\.3.*keyword-only"):
+        vtrace.from_importance_weights(*inputs, 1.0, 1.0, 1.3)  # old slot of clip_c_threshold
+    with pytest.raises(TypeError):
+        vtrace.from_importance_weights(*inputs, 1.0, 1.0, "v", 1.0)
+    logits = np.zeros((5, 3, 4), np.float32)
+    actions = np.zeros((5, 3), np.int32)
+    with pytest.raises(ValueError, match=r"`name` must be a string"):
+        vtrace.from_logits(logits, logits, actions, *inputs[1:], 1.0, 1.0, 0.9)
+    with pytest.raises(TypeError):
+        vtrace.from_logits(logits, logits, actions, *inputs[1:], 1.0, 1.0, "v", 1.0)
+
+
+@pytest.mark.parametrize("mode", RUN_MODES)
+@pytest.mark.parametrize("int_dtype", [np.int32, np.int64])
+def test_integer_rewards_are_cast(rng, mode, int_dtype):
+    """scalable_agent converts rewards to float (tf.convert_to_tensor(rewards, tf.float32))."""
+    inputs = make_inputs(rng, 9, 3)
+    int_rewards = rng.integers(-3, 4, (9, 3)).astype(int_dtype)
+    fn = run_in_mode(lambda *a: vtrace.from_importance_weights(*a, clip_c_threshold=1.3), mode)
+    out = fn(*{**inputs, "rewards": int_rewards}.values())
+    want_vs, want_adv = numpy_vtrace(*{**inputs, "rewards": int_rewards}.values(), c_bar=1.3)
+    assert out.vs.dtype == tf.float32
+    np.testing.assert_allclose(out.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)
+
+
+def test_integer_rewards_tensor_list_and_float64(rng):
+    """Integer tf tensors and Python lists too; the cast follows the dtype of log_rhos."""
+    inputs = make_inputs(rng, 6, 2)
+    int_rewards = rng.integers(-3, 4, (6, 2))
+    want_vs, want_adv = numpy_vtrace(*{**inputs, "rewards": int_rewards}.values())
+    for rewards in (tf.constant(int_rewards, tf.int32), int_rewards.tolist()):
+        out = vtrace.from_importance_weights(**{**inputs, "rewards": rewards})
+        np.testing.assert_allclose(out.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
+    f64 = {k: tf.constant(v, tf.float64) for k, v in inputs.items()}
+    out = vtrace.from_importance_weights(**{**f64, "rewards": tf.constant(int_rewards)})
+    assert out.vs.dtype == tf.float64
+    np.testing.assert_allclose(out.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)
+
+
+def test_integer_rewards_in_from_logits_and_from_distributions(rng):
+    num_steps, batch, num_actions = 6, 3, 4
+    behaviour, target = (rng.normal(size=(num_steps, batch, num_actions)) for _ in "bt")
+    behaviour, target = behaviour.astype(np.float32), target.astype(np.float32)
+    actions = rng.integers(0, num_actions, (num_steps, batch)).astype(np.int32)
+    inputs = make_inputs(rng, num_steps, batch)
+    del inputs["log_rhos"]
+    inputs["rewards"] = rng.integers(0, 2, (num_steps, batch)).astype(np.int64)
+    take = lambda x: np.take_along_axis(_log_softmax(x.astype(np.float64)), actions[..., None], -1)
+    log_rhos = (take(target) - take(behaviour))[..., 0]
+    want_vs, want_adv = numpy_vtrace(log_rhos, *inputs.values(), lambda_=0.9)
+    got_logits = vtrace.from_logits(behaviour, target, actions, *inputs.values(), lambda_=0.9)
+    got_dists = vtrace.from_distributions(
+        tfd.Categorical(logits=behaviour),
+        tfd.Categorical(logits=target),
+        actions,
+        *inputs.values(),
+        lambda_=0.9,
+    )
+    for got in (got_logits, got_dists):
+        np.testing.assert_allclose(got.vs.numpy(), want_vs, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got.pg_advantages.numpy(), want_adv, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=r"`values`.*floating.*int64"):
+        vtrace.from_logits(
+            behaviour, target, actions, *{**inputs, "values": inputs["rewards"]}.values()
+        )

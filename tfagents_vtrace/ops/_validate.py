@@ -17,8 +17,9 @@ def to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
     """Converts ``value`` to a floating tensor; rejects integer and boolean tensors.
 
     Python floats and numpy float arrays convert to ``dtype`` (default float32). Integer
-    *tensors/arrays* are rejected rather than silently cast, since integer rewards or values
-    usually mean the wrong array was passed.
+    *tensors/arrays* are rejected rather than silently cast, since integer values or
+    discounts usually mean the wrong array was passed. Rewards go through
+    `rewards_to_float` instead.
     """
     if isinstance(value, np.ndarray | np.generic) and value.dtype.kind != "f":
         # convert_to_tensor(int_array, dtype_hint=float32) would cast silently.
@@ -32,6 +33,20 @@ def to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
     if dtype is not None and t.dtype != dtype:
         t = tf.cast(t, dtype)
     return t
+
+
+def rewards_to_float(name: str, value, dtype: tf.DType | None = None) -> tf.Tensor:
+    """`to_float` for rewards: integer rewards are cast to ``dtype`` (default float32).
+
+    Both reference documents accept integer rewards: scalable_agent converts ``rewards``
+    to float32 and DI-engine documents ``reward`` as a LongTensor (torch promotes it).
+    Boolean rewards are still rejected.
+    """
+    if isinstance(value, np.ndarray | np.generic) and value.dtype.kind in "iu":
+        return tf.convert_to_tensor(value.astype((dtype or tf.float32).as_numpy_dtype))
+    if isinstance(value, tf.Tensor | tf.Variable) and value.dtype.is_integer:
+        return tf.cast(value, dtype or tf.float32)
+    return to_float(name, value, dtype)
 
 
 def check_rank(name: str, t: tf.Tensor, rank: int | Sequence[int]) -> None:

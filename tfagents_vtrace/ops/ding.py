@@ -10,7 +10,9 @@ Differences from `tfagents_vtrace.ops.vtrace` that come from the DI-engine API:
     bootstrap V(x_T);
   * the discount is one scalar ``gamma`` (no per-step discounts, so no episode cuts), and the
     trace coefficient is ``gamma * lambda_ * min(c_clip_ratio, rho_t)``;
-  * the losses are means over ``[T, B]`` weighted by ``weight`` (all ones when None).
+  * the losses are means over ``[T, B]`` weighted by ``weight`` (all ones when None);
+  * ``reward`` may be an integer tensor (DI-engine documents it as a LongTensor): it is cast
+    to the float dtype of the other inputs, as torch's type promotion does.
 
 The recursion itself is shared with `tfagents_vtrace.ops.vtrace`::
 
@@ -24,11 +26,13 @@ from __future__ import annotations
 import collections
 import math
 
+import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.ops import _recurrence, _validate, vtrace
 
 __all__ = [
+    "shape_fn_vtrace_discrete_action",
     "vtrace_advantage",
     "vtrace_data",
     "vtrace_error_continuous_action",
@@ -48,7 +52,7 @@ Fields:
   behaviour_output: the same for the behaviour policy that collected the data.
   action: [T, B] integer actions (discrete) or [T, B, N] float actions (continuous).
   value: [T+1, B] value estimates V(x_0) .. V(x_T) of the current critic.
-  reward: [T, B] float rewards.
+  reward: [T, B] rewards, float or integer (cast to the float dtype of the outputs).
   weight: [T, B] per-step loss weights (float, int or bool mask), or None for all ones.
 """
 
@@ -77,7 +81,7 @@ def vtrace_nstep_return(
     Args:
       clipped_rhos: float [T, B] min(rho_bar, rho_t).
       clipped_cs: float [T, B] min(c_bar, rho_t).
-      reward: float [T, B].
+      reward: [T, B], float or integer (cast to the dtype of ``clipped_rhos``).
       bootstrap_values: float [T+1, B] V(x_0) .. V(x_T).
       gamma: scalar discount; lambda_: scalar trace multiplier.
 
@@ -103,7 +107,7 @@ def vtrace_advantage(clipped_pg_rhos, reward, return_, bootstrap_values, gamma) 
 
     Args:
       clipped_pg_rhos: float [T, B] min(rho_bar_pg, rho_t).
-      reward: float [T, B].
+      reward: [T, B], float or integer (cast to the dtype of ``clipped_pg_rhos``).
       return_: float [T, B] the targets of the *next* step, v_{t+1} (v_T = V(x_T)).
       bootstrap_values: float [T, B] V(x_t) (``value[:-1]``).
       gamma: scalar discount.
@@ -120,6 +124,52 @@ def vtrace_advantage(clipped_pg_rhos, reward, return_, bootstrap_values, gamma) 
     )
     reward, clipped_pg_rhos, return_, bootstrap_values = tensors
     return clipped_pg_rhos * (reward + gamma * return_ - bootstrap_values)
+
+
+def shape_fn_vtrace_discrete_action(args, kwargs) -> tf.TensorShape:
+    """The shape [T, B, N] of ``data.target_output`` in a call of `vtrace_error_discrete_action`.
+
+    DI-engine's ``hpc_wrapper`` calls it with the positional and keyword arguments of a call
+    of ``vtrace_error_discrete_action`` and keys its cache of CUDA (HPC) kernels on the
+    result. As there: ``data`` is ``args[0]`` when there are positional arguments, else
+    ``kwargs['data']``. This package has no HPC kernels; the function is kept for API parity
+    (e.g. to key a cache of compiled functions per input shape). DI-engine has no
+    continuous-action counterpart.
+
+    Args:
+      args: the positional arguments of the call (a tuple; ``args[0]`` is the `vtrace_data`).
+      kwargs: its keyword arguments (a dict, read only when ``args`` is empty).
+
+    Returns:
+      ``tf.TensorShape([T, B, N])`` of the target logits; like DI-engine's ``torch.Size`` it
+      iterates as ints (None for dimensions unknown while tracing).
+
+    Raises:
+      ValueError: naming ``data`` when the call holds none, or ``data.target_output`` when
+        it is not a rank-3 array of logits.
+    """
+    if len(args) > 0:
+        data = args[0]
+    elif "data" in kwargs:
+        data = kwargs["data"]
+    else:
+        raise ValueError("`data` not found: expected args[0] or kwargs['data'] (a vtrace_data).")
+    if hasattr(data, "target_output"):
+        target = data.target_output
+    elif isinstance(data, tuple | list) and len(data) == len(vtrace_data._fields):
+        target = data[0]
+    else:
+        raise ValueError(f"`data` must be a vtrace_data, got {type(data).__name__}.")
+    if isinstance(target, dict):
+        raise ValueError(
+            "`data.target_output` must be logits [T, B, N], got a dict (continuous actions "
+            "have no shape_fn)."
+        )
+    shape = tf.TensorShape(target.shape if hasattr(target, "shape") else np.shape(target))
+    if shape.rank != 3:
+        got = "unknown rank" if shape.rank is None else f"shape {shape.as_list()}"
+        raise ValueError(f"`data.target_output` must have rank 3 [T, B, N], got {got}.")
+    return shape
 
 
 def vtrace_error_discrete_action(
@@ -226,8 +276,16 @@ def vtrace_error_continuous_action(
 
 
 def _check_trace(values_name: str | None, **tensors) -> list[tf.Tensor]:
-    """Validates [T, B] inputs and the [T+1, B] ``values_name`` one; returns float tensors."""
-    out = {name: _validate.to_float(name, x) for name, x in tensors.items()}
+    """Validates [T, B] inputs and the [T+1, B] ``values_name`` one; returns float tensors.
+
+    ``reward`` may be integer: it is cast to the dtype of the first other input.
+    """
+    floats = {name: _validate.to_float(name, x) for name, x in tensors.items() if name != "reward"}
+    dtype = next(iter(floats.values())).dtype
+    out = {
+        name: floats[name] if name != "reward" else _validate.rewards_to_float(name, x, dtype)
+        for name, x in tensors.items()
+    }
     ref_name = next(iter(out))
     ref = out[ref_name]
     _validate.check_rank(ref_name, ref, 2)
@@ -254,7 +312,7 @@ def _losses(
     rho_pg_clip_ratio,
 ) -> vtrace_loss:
     """Shared tail of the two error functions: targets without gradient, weighted means."""
-    reward = _validate.to_float("reward", reward)
+    reward = _validate.rewards_to_float("reward", reward, target_log_prob.dtype)
     _validate.check_shape("reward", reward, target_log_prob.shape, ref="action[:2]")
     reward, value = _check_trace("value", reward=reward, value=value)
     if weight is None:

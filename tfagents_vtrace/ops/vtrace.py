@@ -31,6 +31,9 @@ numbers (both are tested against numpy):
 from __future__ import annotations
 
 import collections
+import contextlib
+import functools
+import inspect
 
 import tensorflow as tf
 
@@ -93,6 +96,31 @@ def log_probs_from_logits_and_actions(policy_logits, actions) -> tf.Tensor:
     return tf.gather(log_probs, actions, batch_dims=len(actions.shape))
 
 
+def _in_name_scope(fn):
+    """Runs ``fn`` inside ``tf.name_scope(name)``, ``name`` being one of its arguments.
+
+    scalable_agent's functions take ``name=`` (a TF1 name scope); None means no scope of
+    our own, anything else but a string raises ValueError naming ``name``.
+    """
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        name = signature.bind(*args, **kwargs).arguments.get(
+            "name", signature.parameters["name"].default
+        )
+        if name is not None and not isinstance(name, str):
+            raise ValueError(
+                f"`name` must be a string (a tf.name_scope) or None, got "
+                f"{type(name).__name__} {name!r}; `clip_c_threshold` and `lambda_` are "
+                "keyword-only."
+            )
+        with contextlib.nullcontext() if name is None else tf.name_scope(name):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _threshold(name: str, value, dtype: tf.DType) -> tf.Tensor | None:
     """A scalar clipping threshold as a tensor, or None (no clipping)."""
     if value is None:
@@ -102,6 +130,7 @@ def _threshold(name: str, value, dtype: tf.DType) -> tf.Tensor | None:
     return t
 
 
+@_in_name_scope
 def from_importance_weights(
     log_rhos,
     discounts,
@@ -110,6 +139,8 @@ def from_importance_weights(
     bootstrap_value,
     clip_rho_threshold: float | tf.Tensor | None = 1.0,
     clip_pg_rho_threshold: float | tf.Tensor | None = 1.0,
+    name: str | None = "vtrace_from_importance_weights",
+    *,
     clip_c_threshold: float | tf.Tensor | None = 1.0,
     lambda_: float | tf.Tensor = 1.0,
 ) -> VTraceReturns:
@@ -122,29 +153,37 @@ def from_importance_weights(
     ``rewards``, ``values`` have one shape: time-major [T, B] or [T, B, C...] (extra
     trailing dims are elementwise, e.g. one critic per C).
 
+    The positional parameters are scalable_agent's, in its order (``name`` is the eighth);
+    the extensions ``clip_c_threshold`` and ``lambda_`` are keyword-only, and their
+    defaults (1.0) give the reference's ``c_t = min(1, rho_t)``.
+
     Args:
       log_rhos: float [T, B] log(pi(a_t|x_t) / mu(a_t|x_t)).
       discounts: float [T, B] gamma_t = gamma * (1 - terminated_t).
-      rewards: float [T, B] r_t.
+      rewards: [T, B] r_t; integer rewards are cast to the float dtype of ``log_rhos`` (as
+        the reference does).
       values: float [T, B] V(x_t) of the target policy's critic.
       bootstrap_value: float [B] V(x_T).
       clip_rho_threshold: rho_bar for ``delta_t``; None: no clipping.
       clip_pg_rho_threshold: the clipping threshold of rho in the policy-gradient advantage;
         None: no clipping.
-      clip_c_threshold: c_bar for the trace coefficients; None: no clipping.
-      lambda_: scalar trace coefficient multiplier, c_t = lambda_ * min(c_bar, rho_t).
+      name: the ``tf.name_scope`` all the ops are created in; None: no scope of our own.
+      clip_c_threshold: (keyword-only) c_bar for the trace coefficients; None: no clipping.
+      lambda_: (keyword-only) scalar trace coefficient multiplier,
+        c_t = lambda_ * min(c_bar, rho_t).
 
     Returns:
       `VTraceReturns(vs, pg_advantages)`, both [T, B]. No input receives a gradient: both
       outputs are wrapped in ``tf.stop_gradient``.
 
     Raises:
-      ValueError: naming the argument, on wrong rank, mismatched T or B, or non-float input.
+      ValueError: naming the argument, on wrong rank, mismatched T or B, non-float input
+        (integer rewards are cast) or a ``name`` that is not a string.
     """
     log_rhos = _validate.to_float("log_rhos", log_rhos)
     dtype = log_rhos.dtype
     discounts = _validate.to_float("discounts", discounts, dtype)
-    rewards = _validate.to_float("rewards", rewards, dtype)
+    rewards = _validate.rewards_to_float("rewards", rewards, dtype)
     values = _validate.to_float("values", values, dtype)
     bootstrap_value = _validate.to_float("bootstrap_value", bootstrap_value, dtype)
     _validate.check_min_rank("values", values, 2)
@@ -241,6 +280,7 @@ def _from_action_log_probs(
     )
 
 
+@_in_name_scope
 def from_logits(
     behaviour_policy_logits,
     target_policy_logits,
@@ -251,6 +291,8 @@ def from_logits(
     bootstrap_value,
     clip_rho_threshold: float | tf.Tensor | None = 1.0,
     clip_pg_rho_threshold: float | tf.Tensor | None = 1.0,
+    name: str | None = "vtrace_from_logits",
+    *,
     clip_c_threshold: float | tf.Tensor | None = 1.0,
     lambda_: float | tf.Tensor = 1.0,
 ) -> VTraceFromLogitsReturns:
@@ -261,8 +303,12 @@ def from_logits(
       behaviour_policy_logits: float [T, B, NUM_ACTIONS] logits of mu (the actors' policy).
       target_policy_logits: float [T, B, NUM_ACTIONS] logits of pi (the learner's policy).
       actions: integer [T, B] actions taken by mu.
-      discounts, rewards, values: float [T, B]; bootstrap_value: float [B]; thresholds and
-        ``lambda_``: as in `from_importance_weights`.
+      discounts, rewards, values: float [T, B] (integer rewards are cast); bootstrap_value:
+        float [B]; thresholds and ``lambda_``: as in `from_importance_weights` (the
+        positional parameters are scalable_agent's; ``clip_c_threshold`` and ``lambda_``
+        are keyword-only).
+      name: the ``tf.name_scope`` of the ops (`from_importance_weights` nests its default
+        scope inside it, as in the reference); None: no scope of our own.
 
     Returns:
       `VTraceFromLogitsReturns`. ``vs`` and ``pg_advantages`` are stop-gradient targets;
@@ -298,6 +344,7 @@ def from_logits(
     )
 
 
+@_in_name_scope
 def from_distributions(
     behaviour_distribution,
     target_distribution,
@@ -308,6 +355,8 @@ def from_distributions(
     bootstrap_value,
     clip_rho_threshold: float | tf.Tensor | None = 1.0,
     clip_pg_rho_threshold: float | tf.Tensor | None = 1.0,
+    name: str | None = "vtrace_from_distributions",
+    *,
     clip_c_threshold: float | tf.Tensor | None = 1.0,
     lambda_: float | tf.Tensor = 1.0,
 ) -> VTraceFromLogitsReturns:
@@ -324,8 +373,8 @@ def from_distributions(
       behaviour_distribution: mu, batch shape [T, B] (or [T, B, A...]).
       target_distribution: pi, the same shapes as ``behaviour_distribution``.
       actions: [T, B] (discrete) or [T, B, A...] actions taken by mu.
-      discounts, rewards, values: float [T, B]; bootstrap_value: float [B]; thresholds and
-        ``lambda_``: as in `from_importance_weights`.
+      discounts, rewards, values, bootstrap_value, thresholds, ``lambda_``, ``name``: as in
+        `from_logits` (no scalable_agent counterpart; the parameters follow `from_logits`).
 
     Returns:
       `VTraceFromLogitsReturns`, see `from_logits`: ``vs``/``pg_advantages`` are
@@ -364,6 +413,7 @@ def _check_time_batch(actions: tf.Tensor, discounts, rewards, values) -> None:
     """Checks that ``actions`` starts with [T, B] and the [T, B] inputs match it."""
     _validate.check_min_rank("actions", actions, 2)
     for name, x in (("discounts", discounts), ("rewards", rewards), ("values", values)):
-        x = _validate.to_float(name, x)
+        convert = _validate.rewards_to_float if name == "rewards" else _validate.to_float
+        x = convert(name, x)
         _validate.check_rank(name, x, 2)
         _validate.check_shape(name, x, actions.shape[:2], ref="actions[:2]")
