@@ -186,6 +186,22 @@ def test_jit_minibatch_update_runs_and_learns_the_same_way(rng):
     _assert_weights_close(learner.get_weights(), _reference_update(config, batch, order))
 
 
+def test_the_nonfinite_streak_counts_updates_not_sgd_steps(rng):
+    """A NaN batch skips all 2 x 2 SGD steps of its update: the streak the driver compares
+    with max_nonfinite_updates grows by one update, not by four steps."""
+    learner = ImpalaLearner(_config(num_epochs=2, num_minibatches=2), _network)
+    before = learner.network.get_weights()
+    bad = _batch(rng)
+    bad["reward"][0, :] = np.nan  # every minibatch holds a NaN
+    for i in range(3):
+        metrics = learner.train_step(bad)
+        assert metrics["skipped"] == 1.0 and metrics["nonfinite_streak"] == i + 1
+    assert int(learner.skipped_updates.numpy()) == 12  # every SGD step was skipped
+    for a, b in zip(before, learner.network.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert learner.train_step(_batch(rng))["nonfinite_streak"] == 0
+
+
 def test_batch_must_split_into_minibatches(rng):
     learner = ImpalaLearner(_config(num_minibatches=3), _network)
     with pytest.raises(ValueError, match="num_minibatches"):

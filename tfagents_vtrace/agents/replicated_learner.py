@@ -226,11 +226,13 @@ class ReplicatedLearner:
         return tf.reshape(tf.argsort(keys, axis=-1), [self._sgd_steps, -1])
 
     def _mean_metrics(self, total):
-        """Metrics summed over the SGD steps -> their mean, except ``nonfinite_streak``,
-        which is the count after the last step."""
+        """Metrics summed over the SGD steps -> their mean, except ``nonfinite_streak``: the
+        consecutive skipped SGD steps after the last one, in whole updates (``num_epochs *
+        num_minibatches`` steps each), so ``max_nonfinite_updates`` counts updates whatever
+        the sample reuse."""
         mean = total / float(self._sgd_steps)
         i = self._metric_names.index("nonfinite_streak")
-        streak = tf.cast(self.nonfinite_streak, mean.dtype)
+        streak = tf.cast(self.nonfinite_streak // self._sgd_steps, mean.dtype)
         if isinstance(mean, np.ndarray):
             mean[i] = float(streak)
             return mean
