@@ -138,6 +138,7 @@ def test_check_flags_file_formats(tmp_path, monkeypatch):
     with pytest.raises(export.FlagError, match=r"^--output: .*model\.tflite exists .*--overwrite"):
         export.check_flags(run, str(model), False, "tflite")
     assert export.check_flags(run, str(model), True, "tflite") == str(model)
+    monkeypatch.setitem(export.NEEDS, "onnx", ((), (), "onnx"))  # whether installed or not
     with pytest.raises(export.FlagError, match=r"^--output: .*model\.tflite is a file that is not"):
         export.check_flags(run, str(model), True, "onnx")  # a LiteRT model is not an ONNX one
     with pytest.raises(export.FlagError, match=r"^--output: .* is a directory; a LiteRT"):
