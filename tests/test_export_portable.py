@@ -268,3 +268,58 @@ def test_file_export_replaces_only_its_own_format(tmp_path, fmt):
 
         meta = {p.key: p.value for p in onnx.load(str(target)).metadata_props}
         assert json.loads(meta["tfagents_vtrace"])["noise_law"] == "uniform"
+
+
+@pytest.mark.parametrize("name", ["mlp_categorical", "gaussian", "tanh_gaussian"])
+def test_action_from_noise_draws_the_policy_distribution(name):
+    """The SavedModel's action_from_noise (no extra needed): Gumbel-max frequencies match the
+    softmax; log_prob matches TFP's distribution for every kind."""
+    import tensorflow as tf
+
+    from tfagents_vtrace.export import PolicyModule
+
+    net = _make(name)
+    module = PolicyModule(net)
+    n = 20000
+    obs = np.tile(np.array([[0.3, -0.5, 0.9]], np.float32), (n, 1))
+    rng = np.random.default_rng(7)
+    noise = export_parity._draw_noise(_metadata(net), rng, n)
+    first = np.ones(n, bool)
+    prev_action = np.zeros((n, *net.action_spec.shape), net.action_spec.dtype.as_numpy_dtype)
+    state = module.get_initial_state(tf.constant(n))
+    args = (obs, first, prev_action, np.zeros(n, np.float32), state)
+    out = module.action_from_noise(*args, noise)
+    greedy = module.greedy_action(*args)
+    params = {k: out[k] for k in ("logits", "loc", "scale") if k in out}
+    if name == "tanh_gaussian":  # float64 from the pre-squash draw: TFP inverts the float32
+        want = _tanh_gaussian_log_prob(params, noise)  # action (atanh loses ~1e-4 near +-1)
+    else:
+        want = net.distribution(params).log_prob(out["action"]).numpy()
+    np.testing.assert_allclose(out["log_prob"].numpy(), want, atol=2e-5)
+    np.testing.assert_allclose(out["value"].numpy(), greedy["value"].numpy(), atol=1e-6)
+    if net.is_discrete:
+        probs = tf.nn.softmax(out["logits"][0]).numpy()
+        freq = np.bincount(out["action"].numpy(), minlength=net.num_actions) / n
+        assert probs.max() - probs.min() > 0.1  # a policy far from uniform
+        np.testing.assert_allclose(freq, probs, atol=0.015)
+    else:
+        pre = out["loc"].numpy() + out["scale"].numpy() * noise
+        if name == "gaussian":
+            np.testing.assert_allclose(out["action"].numpy(), pre, atol=1e-6)
+        else:
+            squashed = (BOX.high + BOX.low) / 2 + (BOX.high - BOX.low) / 2 * np.tanh(pre)
+            np.testing.assert_allclose(out["action"].numpy(), squashed, atol=1e-6)
+
+
+def _tanh_gaussian_log_prob(params, noise):
+    loc, scale = (params[k].numpy().astype(np.float64) for k in ("loc", "scale"))
+    x = loc + scale * noise
+    gauss = -0.5 * noise.astype(np.float64) ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi)
+    half = (BOX.high.astype(np.float64) - BOX.low) / 2
+    return (gauss - np.log(half * (1 - np.tanh(x) ** 2))).sum(-1)
+
+
+def _metadata(net):
+    from tfagents_vtrace.export import policy_metadata
+
+    return policy_metadata(net)

@@ -152,8 +152,8 @@ def open_runner(path: str | os.PathLike, num_threads: int | None = None):
     return LiteRTRunner(path, num_threads)
 
 
-def _draw_noise(metadata: dict, rng: np.random.Generator) -> np.ndarray:
-    shape = (1, metadata["noise_size"])
+def _draw_noise(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -> np.ndarray:
+    shape = (batch_size, metadata["noise_size"])
     if metadata["noise_law"] == "uniform":
         return rng.random(shape, dtype=np.float32)
     return rng.standard_normal(shape, dtype=np.float32)
