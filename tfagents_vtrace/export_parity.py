@@ -152,7 +152,9 @@ def open_runner(path: str | os.PathLike, num_threads: int | None = None):
     return LiteRTRunner(path, num_threads)
 
 
-def _draw_noise(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -> np.ndarray:
+def draw_noise(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -> np.ndarray:
+    """Noise ``[batch_size, A]`` float32 of the law in an exported policy's ``metadata``
+    (``noise_law``: "uniform" in [0, 1) or standard "normal"; ``noise_size``: A)."""
     shape = (batch_size, metadata["noise_size"])
     if metadata["noise_law"] == "uniform":
         return rng.random(shape, dtype=np.float32)
@@ -198,7 +200,7 @@ def record(
             "prev_action": prev_action,
             "prev_reward": prev_reward,
         }
-        noise = _draw_noise(meta, rng)
+        noise = draw_noise(meta, rng)
         greedy = reference.greedy({**inputs, **state})
         sample = reference.sample({**inputs, **state}, noise)
         for k, v in {**inputs, "noise": noise}.items():

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.networks import ActorCriticNetwork, NetInputs
@@ -46,21 +45,6 @@ def noise_law(network: ActorCriticNetwork) -> str:
 def noise_size(network: ActorCriticNetwork) -> int:
     """Last dimension A of the ``[B, A]`` noise: the number of actions, or the action dim."""
     return network.num_actions if network.is_discrete else network.action_dim
-
-
-def draw_noise(network_or_meta, batch_size: int, rng: np.random.Generator) -> np.ndarray:
-    """Noise for one step of ``batch_size`` entries: float32 ``[B, A]`` of :func:`noise_law`.
-
-    Accepts the network or the ``metadata`` dict of an exported policy (``noise_law``,
-    ``noise_size``), so a replay can draw the same noise without the network.
-    """
-    if isinstance(network_or_meta, dict):
-        law, size = network_or_meta["noise_law"], network_or_meta["noise_size"]
-    else:
-        law, size = noise_law(network_or_meta), noise_size(network_or_meta)
-    if law == "uniform":
-        return rng.random((batch_size, size), dtype=np.float32)
-    return rng.standard_normal((batch_size, size), dtype=np.float32)
 
 
 def _mid_half(network: ActorCriticNetwork) -> tuple[tf.Tensor, tf.Tensor]:
