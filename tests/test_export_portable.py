@@ -7,7 +7,10 @@ noise (``export_parity.record``). ONE child process that can import neither this
 TensorFlow replays the recorded inputs through every ``.tflite`` (ai-edge-litert) and
 ``.onnx`` (ONNX Runtime) file with the runtimes' own APIs, carrying its own state. Greedy and
 sampled actions must equal the SavedModel's and every float output must be within 1e-5.
-The tests of a format are skipped when its extra (``litert``, ``onnx``) is not installed.
+In process, ``check_parity`` (what ``experiments.export --check`` runs) also covers the
+IMPALA ResNet + LSTM, the MinAtar CNN, Discrete observations with a Q head, ACER's stochastic
+dueling head and a separate value torso. The tests of a format are skipped when its extra
+(``litert``, ``onnx``) is not installed.
 """
 
 import importlib.util
@@ -67,8 +70,10 @@ class ToyEnv(gym.Env):
 
     def _obs(self):
         space = self.observation_space
-        if space.dtype == np.uint8:
-            return self._rng.integers(0, 256, space.shape).astype(np.uint8)
+        if isinstance(space, gym.spaces.Discrete):
+            return int(self._rng.integers(0, space.n))
+        if space.dtype == np.uint8:  # in the space's bounds (0/1 MinAtar grids, 0-255 images)
+            return self._rng.integers(space.low, space.high.astype(np.int64) + 1).astype(np.uint8)
         return self._rng.uniform(-1, 1, space.shape).astype(np.float32)
 
     def reset(self, *, seed=None, options=None):
@@ -219,6 +224,39 @@ def test_check_parity_in_process_and_batched(tmp_path, fmt):
         assert set(got) == set(want)
         for k in want:
             np.testing.assert_allclose(got[k], want[k], atol=ATOL, err_msg=k)
+
+
+MORE = {  # the other torsos and heads: in process, a shorter window
+    "impala_resnet_lstm": (
+        NetworkConfig(torso="impala_resnet", cnn_dense_size=8, core="lstm", lstm_size=4),
+        gym.spaces.Box(0, 255, (16, 16, 3), np.uint8),
+    ),
+    "minatar_cnn": (
+        NetworkConfig(torso="minatar_cnn", cnn_dense_size=8),
+        gym.spaces.Box(0, 1, (10, 10, 4), np.uint8),
+    ),
+    "discrete_obs_q_head": (
+        NetworkConfig(hidden_sizes=(8,), q_head="discrete"),
+        gym.spaces.Discrete(5),
+    ),
+    "acer_sdn": (NetworkConfig(hidden_sizes=(8,), q_head="stochastic_dueling"), OBS),
+    "value_torso": (NetworkConfig(hidden_sizes=(8,), value_hidden_sizes=(8,)), OBS),
+}
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_other_torsos_and_heads(tmp_path, fmt):
+    if not _installed(fmt):
+        pytest.skip(f"the {fmt} extra is not installed")
+    act_space = gym.spaces.Discrete(3)
+    for name, (config, obs_space) in MORE.items():
+        net = make_network(config, obs_space, act_space)
+        saved = export_policy(net, tmp_path / name)
+        artefact = _export(fmt, net, tmp_path / f"{name}.{fmt}")
+        report = export_parity.check_parity(saved, artefact, ToyEnv(obs_space, act_space), steps=30)
+        assert report.passed, (name, report.failures)
+        if name == "discrete_obs_q_head":
+            assert "greedy/q" in report.max_abs_diff
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
