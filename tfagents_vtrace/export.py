@@ -89,17 +89,8 @@ class PolicyModule(tf.Module):
         self.network = network
         self._recurrent = bool(network.state_sizes)
         self._state_sizes = tuple(network.state_sizes) or (1,)
-        obs, act = network.observation_spec, network.action_spec
-        self._specs = [
-            tf.TensorSpec([None, *obs.shape], obs.dtype, name="observation"),
-            tf.TensorSpec([None], tf.bool, name="first"),
-            tf.TensorSpec([None, *act.shape], act.dtype, name="prev_action"),
-            tf.TensorSpec([None], tf.float32, name="prev_reward"),
-        ]
-        self._state_specs = tuple(
-            tf.TensorSpec([None, k], tf.float32, name=f"state_{i}")
-            for i, k in enumerate(self._state_sizes)
-        )
+        flat = export_portable.flat_input_specs(network)  # observation, ..., state_0, ...
+        self._specs, self._state_specs = flat[:4], tuple(flat[4:])
         self.metadata = tf.Variable(json.dumps(policy_metadata(network)), trainable=False)
         batch_spec = [tf.TensorSpec([], tf.int32, name="batch_size")]
         full_spec = [*self._specs, self._state_specs]
