@@ -279,6 +279,23 @@ def test_parity_check_catches_a_different_policy(tmp_path, fmt):
     assert abs(report.max_abs_diff["greedy/value"] - 1e-3) < 1e-6
 
 
+def test_compare_counts_mismatches_and_nan():
+    ref = {"first": np.ones((4, 1), bool), "greedy/action": np.array([[0], [1], [2], [1]]),
+           "sample/action": np.zeros((4, 1, 2), np.float32),
+           "sample/value": np.zeros((4, 1), np.float32)}  # fmt: skip
+    got = {"greedy/action": np.array([[0], [2], [2], [1]]),
+           "sample/action": np.array([[[0, 0]], [[np.nan, 0]], [[0, 2e-5]], [[0, 0]]], np.float32),
+           "sample/value": np.full((4, 1), 5e-6, np.float32)}  # fmt: skip
+    report = export_parity.compare(ref, got)
+    assert not report.passed and report.action_mismatches == {"greedy": 1, "sample": 2}
+    assert report.failures == ["greedy/action: differs at 1 of 4 steps",
+                               "sample/action: differs at 2 of 4 steps"]  # fmt: skip
+    with pytest.raises(ValueError, match="candidate: no output 'sample/value'"):
+        export_parity.compare(ref, {k: v for k, v in got.items() if k != "sample/value"})
+    got["sample/value"] = np.full((4, 1), np.nan, np.float32)
+    assert "sample/value: max abs diff nan > 1e-05" in export_parity.compare(ref, got).failures
+
+
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_file_export_replaces_only_its_own_format(tmp_path, fmt):
     if not _installed(fmt):

@@ -287,7 +287,7 @@ def compare(trajectory: dict, candidate: dict, atol: float = DEFAULT_ATOL) -> Pa
             if np.issubdtype(ref.dtype, np.integer):
                 bad = np.any((ref != got).reshape(len(ref), -1), axis=1)
             else:
-                bad = np.any((diff > atol).reshape(len(ref), -1), axis=1)
+                bad = np.any(~(diff <= atol).reshape(len(ref), -1), axis=1)  # NaN is bad
             mismatches[key.split("/")[0]] = int(bad.sum())
             if bad.any():
                 failures.append(f"{key}: differs at {int(bad.sum())} of {len(ref)} steps")
