@@ -91,6 +91,9 @@ class ToyEnv(gym.Env):
 def _make(name):
     """The case's network with its policy layer scaled up to O(1) logits / locs (the
     initializer's 0.01 scale makes a near-uniform policy whose parity would prove little)."""
+    import keras
+
+    keras.utils.set_random_seed(list(CASES).index(name))  # the same weights every run
     config, obs_space, act_space = CASES[name]
     net = make_network(config, obs_space, act_space)
     for variable in net.policy_head.trainable_variables:
