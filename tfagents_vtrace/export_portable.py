@@ -1,9 +1,9 @@
 """A policy step in plain TensorFlow ops, frozen for the LiteRT and ONNX converters.
 
-The SavedModel's ``action`` samples with TensorFlow Probability and the graph's own random
-ops; neither converts to LiteRT builtins or ONNX. The steps here take the sampling noise as
-an input instead, so a caller (or a parity check) can reproduce a sample exactly, and write
-the log-probabilities out in elementary ops:
+The SavedModel's ``action`` samples with TensorFlow Probability from the graph's own random
+ops, so no other runtime can reproduce its draws. The steps here take the sampling noise as
+an input instead, so a caller (or a parity check) can reproduce a sample exactly in every
+format, and write the log-probabilities out in elementary ops (no TFP):
 
 * categorical: ``noise`` ``[B, A]`` uniform in [0, 1); the Gumbel-max draw
   ``action = argmax(logits - log(-log(noise)))`` (Gumbel 1954; Maddison et al. 2014,
@@ -38,7 +38,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def noise_law(network: ActorCriticNetwork) -> str:
-    """ "uniform" (in [0, 1), categorical policies) or "normal" (standard, Gaussian ones)."""
+    """The noise law: "uniform" in [0, 1) (categorical policies) or standard "normal"."""
     return NOISE_LAWS[network.policy_kind]
 
 
