@@ -1,47 +1,138 @@
 """Export a trained policy: ``python -m experiments.export --logdir=DIR --output=PATH``.
 
+``--format=saved_model|tflite|onnx [--check]``.
+
 Rebuilds the network from ``DIR/config.json`` (or, for agents with an ``export_run``, such as
 TAAC, lets the agent rebuild its policy), restores the latest checkpoint in
 ``DIR/checkpoints`` and writes the SavedModel of DESIGN.md's export contract to PATH
-(Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561, is the agent family).
-The SavedModel is written beside PATH and renamed into place: ``--overwrite`` replaces only
-a SavedModel, never a file or another non-empty directory, and a failed export keeps the
-previous one. A run directory without config or checkpoint, or whose env id is not a
-registered gymnasium id (``config.json`` is data: a ``module:`` prefix, which gymnasium would
-import, is refused), or a PATH that may not be written, ends with one line on stderr and exit
-code 2 (``experiments.cli``).
+(Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561, is the agent family), or
+with ``--format=tflite`` / ``--format=onnx`` one LiteRT / ONNX file
+(``tfagents_vtrace.export_litert``, ``tfagents_vtrace.export_onnx``; the ``litert`` / ``onnx``
+extras run them). The artefact is written beside PATH and renamed into place: ``--overwrite``
+replaces only an artefact of the same format (a SavedModel directory, a LiteRT or ONNX model
+file), never another file or non-empty directory, and a failed export keeps the previous one.
+
+``--check`` then runs the trajectory parity check of ``tfagents_vtrace.export_parity``: a
+SavedModel of the same weights acts ``--check_steps`` steps in the run's env (episodes cut
+so that resets fall inside the window), the artefact replays the same inputs and noise, and
+greedy and sampled actions must be identical and every float output within 1e-5. For a
+SavedModel the artefact is checked against the restored network in process. One JSON line
+reports the max abs differences; a failed check exits with code 1.
+
+A run directory without config or checkpoint, or whose env id is not a registered gymnasium
+id (``config.json`` is data: a ``module:`` prefix, which gymnasium would import, is refused),
+a PATH that may not be written, a format the run's agent cannot export or whose extra is not
+installed, ends with one line on stderr and exit code 2 (``experiments.cli``).
 """
 
+import importlib.util
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags  # noqa: E402
 
-from experiments.cli import FlagError, flag_error_from, reports_flag_errors  # noqa: E402
+from experiments.cli import (  # noqa: E402
+    FlagError,
+    check_int,
+    flag_error_from,
+    reports_flag_errors,
+)
 
 FLAGS = flags.FLAGS
+FORMATS = ("saved_model", "tflite", "onnx")
+DEFAULT_NAMES = {"saved_model": "policy", "tflite": "policy.tflite", "onnx": "policy.onnx"}
+# The modules each format needs to be written (export) and run (--check), and their extra.
+NEEDS = {
+    "tflite": ((), ("ai_edge_litert",), "litert"),
+    "onnx": (("tf2onnx",), ("onnxruntime",), "onnx"),
+}
 
 
 def define_flags() -> None:
     """Declares the flags of this entry point."""
     flags.DEFINE_string("logdir", None, "Run directory (config.json + checkpoints/).")
-    flags.DEFINE_string("output", None, "Where to write the SavedModel (default: LOGDIR/policy).")
-    flags.DEFINE_bool(
-        "overwrite", False, "Replace an existing SavedModel at --output (nothing else is replaced)."
+    flags.DEFINE_string(
+        "output",
+        None,
+        "Where to write the policy: a SavedModel directory, or the .tflite / .onnx file "
+        "(default: LOGDIR/policy, LOGDIR/policy.tflite, LOGDIR/policy.onnx).",
     )
+    flags.DEFINE_enum(
+        "format",
+        "saved_model",
+        FORMATS,
+        "saved_model (TF), tflite (LiteRT, builtin ops, float32; run with the litert extra) "
+        "or onnx (tf2onnx; the onnx extra).",
+    )
+    flags.DEFINE_bool(
+        "overwrite",
+        False,
+        "Replace an existing artefact of --format at --output (nothing else is replaced).",
+    )
+    flags.DEFINE_bool(
+        "check",
+        False,
+        "After exporting, check trajectory parity with a SavedModel of the same weights "
+        "(tfagents_vtrace.export_parity); exit code 1 when it fails.",
+    )
+    flags.DEFINE_integer("check_steps", 300, "Environment steps of the --check window.")
     flags.mark_flag_as_required("logdir")
 
 
-def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
-    """Checks the run directory and the output path before TensorFlow loads; returns the
-    output path (``LOGDIR/policy`` when ``output`` is None).
+def _check_extras(fmt: str, check: bool) -> None:
+    """FlagError naming ``--format`` (or ``--check``) when a module the format needs is absent."""
+    if fmt not in NEEDS:
+        return
+    write, run, extra = NEEDS[fmt]
+    for flag, modules in (("format", write), ("check", run if check else ())):
+        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+        if missing:
+            raise FlagError(
+                flag,
+                f"{fmt} {'export' if flag == 'format' else 'runs'} needs {', '.join(missing)}: "
+                f"pip install 'tfagents_vtrace[{extra}]'",
+            )
+
+
+def _check_output(output: str, fmt: str, overwrite: bool) -> None:
+    from tfagents_vtrace.export_target import check_export_file, check_export_path  # no TF
+
+    try:  # a file, a link or a non-empty non-artefact: refused even with --overwrite
+        if fmt == "saved_model":
+            check_export_path(output, overwrite=True, name="output")
+        else:
+            check_export_file(output, fmt, overwrite=True, name="output")
+    except ValueError as e:
+        message = str(e).split(": ", 1)[1]  # "output: ..." -> "--output: ..."
+        raise FlagError("output", message.replace("with overwrite", "with --overwrite")) from None
+    exists = os.path.isdir(output) and os.listdir(output)
+    if fmt != "saved_model":
+        exists = os.path.isfile(output) and os.path.getsize(output) > 0
+    if exists and not overwrite:
+        message = f"{output} exists and is not empty; pass --overwrite to replace it"
+        raise FlagError("output", message)
+
+
+def check_flags(
+    logdir: str,
+    output: str | None,
+    overwrite: bool,
+    fmt: str = "saved_model",
+    check: bool = False,
+    check_steps: int = 300,
+) -> str:
+    """Checks the run directory, the format and the output path before TensorFlow loads;
+    returns the output path (``LOGDIR/policy[.tflite|.onnx]`` when ``output`` is None).
 
     Raises:
       FlagError: ``logdir`` is not a directory or lacks ``config.json`` or a checkpoint
-        (``checkpointing.has_checkpoint``); ``output`` is a file, a symbolic link or a non-empty
-        directory that is not a SavedModel (even with ``overwrite``: export replaces only a
-        SavedModel); or ``output`` is a SavedModel and ``overwrite`` is False.
+        (``checkpointing.has_checkpoint``); ``format`` needs a module that is not installed
+        (``check`` too, for the runtime the check runs); ``check_steps`` < 2; ``output`` is a
+        symbolic link, something that is not an artefact of ``fmt`` (a file or a non-empty
+        directory; even with ``overwrite``: export replaces only its own format); or such an
+        artefact and ``overwrite`` is False.
     """
     if not os.path.isdir(logdir):
         raise FlagError("logdir", f"no such directory: {logdir}")
@@ -51,39 +142,69 @@ def check_flags(logdir: str, output: str | None, overwrite: bool) -> str:
 
     if not has_checkpoint(logdir):
         raise FlagError("logdir", f"no checkpoint in {os.path.join(logdir, 'checkpoints')}")
-    output = output or os.path.join(logdir, "policy")
-    from tfagents_vtrace.export_target import check_export_path  # no TensorFlow import
-
-    try:  # a file, a link or a non-empty non-SavedModel: refused even with --overwrite
-        check_export_path(output, overwrite=True, name="output")
-    except ValueError as e:
-        message = str(e).split(": ", 1)[1]  # "output: ..." -> "--output: ..."
-        raise FlagError("output", message.replace("with overwrite", "with --overwrite")) from None
-    if os.path.isdir(output) and os.listdir(output) and not overwrite:
-        message = f"{output} exists and is not empty; pass --overwrite to replace it"
-        raise FlagError("output", message)
+    if fmt not in FORMATS:
+        raise FlagError("format", f"expected one of {', '.join(FORMATS)}, received {fmt!r}")
+    _check_extras(fmt, check)
+    if check:
+        check_int("check_steps", check_steps, 2)
+    output = output or os.path.join(logdir, DEFAULT_NAMES[fmt])
+    _check_output(output, fmt, overwrite)
     return output
+
+
+def parity_check(network, path: str, fmt: str, env_id: str, steps: int):
+    """The ``--check`` report of artefact ``path`` (see the module docstring)."""
+    import tempfile
+
+    from tfagents_vtrace.envs import make_env
+    from tfagents_vtrace.export import PolicyModule, export_policy
+    from tfagents_vtrace.export_parity import SavedModelRunner, check_parity, open_runner
+
+    env = make_env(env_id)
+    try:
+        if fmt == "saved_model":  # the written SavedModel against the restored network
+            return check_parity(path, SavedModelRunner(PolicyModule(network)), env, steps=steps)
+        with tempfile.TemporaryDirectory(prefix="export-check-") as tmp:
+            reference = export_policy(network, os.path.join(tmp, "reference"))
+            return check_parity(reference, open_runner(path), env, steps=steps)
+    finally:
+        env.close()
 
 
 @reports_flag_errors
 def main(argv) -> None:
     del argv
-    output = check_flags(FLAGS.logdir, FLAGS.output, FLAGS.overwrite)
+    fmt = FLAGS.format
+    output = check_flags(
+        FLAGS.logdir, FLAGS.output, FLAGS.overwrite, fmt, FLAGS.check, FLAGS.check_steps
+    )
     from tfagents_vtrace.agents import get_agent
-    from tfagents_vtrace.export import export_policy
+    from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
     from tfagents_vtrace.runtime.checkpointing import restore_network
     from tfagents_vtrace.runtime.config_io import read_config, read_env_id
 
     with flag_error_from("logdir", ValueError):  # config.json is data: a registered env id
         config = read_config(FLAGS.logdir)
-        read_env_id(config, FLAGS.logdir)
-        agent = get_agent(config.get("agent", "impala"))
+        env_id = read_env_id(config, FLAGS.logdir)
+        agent_name = config.get("agent", "impala")
+        agent = get_agent(agent_name)
     if hasattr(agent, "export_run"):  # agents whose policy is not the actor-critic network
-        path = agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite)
-    else:
-        network = restore_network(FLAGS.logdir)
-        path = export_policy(network, output, overwrite=FLAGS.overwrite)
+        for flag, bad in (("format", fmt != "saved_model"), ("check", FLAGS.check)):
+            if bad:
+                message = f"{agent_name} runs export a SavedModel only, without --check"
+                raise FlagError(flag, message)
+        print(agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite), flush=True)
+        return
+    network = restore_network(FLAGS.logdir)
+    write = {"saved_model": export_policy, "tflite": export_tflite, "onnx": export_onnx}[fmt]
+    path = write(network, output, overwrite=FLAGS.overwrite)
     print(path, flush=True)
+    if FLAGS.check:
+        report = parity_check(network, path, fmt, env_id, FLAGS.check_steps)
+        print(report.to_json(), flush=True)
+        if not report.passed:
+            print(f"error: parity check failed: {'; '.join(report.failures)}", file=sys.stderr)
+            raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ The exported model needs neither this package nor TensorFlow Probability to load
     out["action"], out["state"], out["value"], out["log_prob"]  # + the distribution params
     state = out["state"]
     policy.greedy_action(...)   # same inputs; the mode (argmax, loc, or squashed loc)
+    policy.action_from_noise(..., noise=noise)   # a draw given its noise [B, A] (below)
 
 Inputs (batch size B is dynamic): observation ``[B, *obs_shape]`` (the observation space's
 dtype: float32, uint8, or int32 ids for Discrete spaces; a wrong shape or dtype is rejected),
@@ -20,12 +21,22 @@ first ``[B]`` bool, prev_action ``[B]`` int32 or ``[B, A]`` float32, prev_reward
 float32, state a tuple of float32 ``[B, k]`` tensors. A feed-forward policy carries a dummy
 state ``(zeros [B, 1],)`` passed through unchanged, so every policy is driven by one loop.
 
+``action_from_noise`` takes the sampling noise as an input (float32 ``[B, A]``: uniform in
+[0, 1) for a categorical policy, which it turns into a Gumbel-max draw, standard normal for the
+Gaussian ones; ``tfagents_vtrace.export_portable``) and computes everything in plain TF ops:
+it is the step that the LiteRT and ONNX artefacts carry, so the same noise gives the same
+action in all three (:mod:`tfagents_vtrace.export_parity`).
+
 Signatures with flat named tensors for TF Serving: ``serving_default`` (= ``action``),
-``action``, ``greedy_action`` (inputs observation, first, prev_action, prev_reward, state_0,
-state_1, ...; outputs action, value, log_prob, the distribution parameters, q with a discrete
-Q head, state_0, ...) and ``get_initial_state`` (input batch_size; outputs state_0, ...).
-``policy.metadata`` is a string variable holding JSON: the network config, the spaces,
-``policy_kind`` and ``state_sizes``.
+``action``, ``greedy_action``, ``action_from_noise`` (inputs observation, first, prev_action,
+prev_reward, state_0, state_1, ... [, noise]; outputs action, value, log_prob, the
+distribution parameters, q with a discrete Q head, state_0, ...) and ``get_initial_state``
+(input batch_size; outputs state_0, ...). ``policy.metadata`` is a string variable holding
+JSON: the network config, the spaces, ``policy_kind``, ``state_sizes``, ``noise_law`` and
+``noise_size``.
+
+:func:`export_tflite` and :func:`export_onnx` write the same policy as one LiteRT or ONNX
+file (``tfagents_vtrace.export_litert``, ``tfagents_vtrace.export_onnx``).
 """
 
 from __future__ import annotations
@@ -36,11 +47,13 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from tfagents_vtrace import export_portable
 from tfagents_vtrace.export_target import check_export_path, write_atomically
 from tfagents_vtrace.networks import ActorCriticNetwork, NetInputs
 
 
-def _space_metadata(network: ActorCriticNetwork) -> dict:
+def policy_metadata(network: ActorCriticNetwork) -> dict:
+    """The JSON-able ``metadata`` of an exported policy (see the module docstring)."""
     obs, act = network.observation_spec, network.action_spec
     meta = {
         "network_config": network.config.to_dict(),
@@ -53,6 +66,8 @@ def _space_metadata(network: ActorCriticNetwork) -> dict:
         "policy_kind": network.policy_kind,
         "state_sizes": list(network.state_sizes) or [1],
         "recurrent": bool(network.state_sizes),
+        "noise_law": export_portable.noise_law(network),
+        "noise_size": export_portable.noise_size(network),
     }
     if network.action_low is not None:
         meta["action_low"] = np.asarray(network.action_low).tolist()
@@ -74,23 +89,18 @@ class PolicyModule(tf.Module):
         self.network = network
         self._recurrent = bool(network.state_sizes)
         self._state_sizes = tuple(network.state_sizes) or (1,)
-        obs, act = network.observation_spec, network.action_spec
-        self._specs = [
-            tf.TensorSpec([None, *obs.shape], obs.dtype, name="observation"),
-            tf.TensorSpec([None], tf.bool, name="first"),
-            tf.TensorSpec([None, *act.shape], act.dtype, name="prev_action"),
-            tf.TensorSpec([None], tf.float32, name="prev_reward"),
-        ]
-        self._state_specs = tuple(
-            tf.TensorSpec([None, k], tf.float32, name=f"state_{i}")
-            for i, k in enumerate(self._state_sizes)
-        )
-        self.metadata = tf.Variable(json.dumps(_space_metadata(network)), trainable=False)
+        flat = export_portable.flat_input_specs(network)  # observation, ..., state_0, ...
+        self._specs, self._state_specs = flat[:4], tuple(flat[4:])
+        self.metadata = tf.Variable(json.dumps(policy_metadata(network)), trainable=False)
         batch_spec = [tf.TensorSpec([], tf.int32, name="batch_size")]
         full_spec = [*self._specs, self._state_specs]
         self.get_initial_state = tf.function(self._initial_state, input_signature=batch_spec)
         self.action = tf.function(self._action, input_signature=full_spec)
         self.greedy_action = tf.function(self._greedy_action, input_signature=full_spec)
+        self._noise_spec = export_portable.noise_spec(network)
+        self.action_from_noise = tf.function(
+            self._action_from_noise, input_signature=[*full_spec, self._noise_spec]
+        )
 
     def _initial_state(self, batch_size):
         if self._recurrent:
@@ -119,12 +129,21 @@ class PolicyModule(tf.Module):
     def _greedy_action(self, observation, first, prev_action, prev_reward, state):
         return self._step(observation, first, prev_action, prev_reward, state, greedy=True)
 
+    def _action_from_noise(self, observation, first, prev_action, prev_reward, state, noise):
+        flat = [observation, first, prev_action, prev_reward, *state]
+        out = export_portable.portable_step(self.network, flat, noise)
+        states = tuple(out.pop(f"state_{i}") for i in range(len(self._state_sizes)))
+        return {**out, "state": states}
+
     def serving_signatures(self) -> dict:
         """Concrete functions with flat named inputs/outputs for TF Serving."""
-        return flat_serving_signatures(self, [*self._specs, *self._state_specs])
+        flat_spec = [*self._specs, *self._state_specs]
+        return flat_serving_signatures(self, flat_spec, self._noise_spec)
 
 
-def flat_serving_signatures(module: tf.Module, flat_spec: list[tf.TensorSpec]) -> dict:
+def flat_serving_signatures(
+    module: tf.Module, flat_spec: list[tf.TensorSpec], noise_spec: tf.TensorSpec | None = None
+) -> dict:
     """Serving signatures with flat named tensors for a policy module of the common contract.
 
     Args:
@@ -133,11 +152,14 @@ def flat_serving_signatures(module: tf.Module, flat_spec: list[tf.TensorSpec]) -
         returning a dict whose ``"state"`` entry is a tuple, and ``get_initial_state(batch_size)``
         returning a tuple of states.
       flat_spec: the four input specs followed by one spec per state tensor (``state_0``, ...).
+      noise_spec: when given, the module also has ``action_from_noise`` taking ``noise`` after
+        ``state``, exported as the ``action_from_noise`` signature.
 
     Returns:
-      ``{"serving_default", "action", "greedy_action", "get_initial_state"}`` concrete
-      functions; ``state`` is flattened to ``state_0, state_1, ...`` in inputs and outputs. They
-      call the module's traced functions (call ops), so nothing is traced twice.
+      ``{"serving_default", "action", "greedy_action", "get_initial_state"}`` (and
+      ``"action_from_noise"``) concrete functions; ``state`` is flattened to ``state_0,
+      state_1, ...`` in inputs and outputs. They call the module's traced functions (call
+      ops), so nothing is traced twice.
     """
 
     def flatten(out: dict) -> dict:
@@ -156,12 +178,27 @@ def flat_serving_signatures(module: tf.Module, flat_spec: list[tf.TensorSpec]) -
 
     init = tf.function(init_flat, input_signature=[tf.TensorSpec([], tf.int32, "batch_size")])
     action = make(module.action)
-    return {
+    signatures = {
         "serving_default": action,
         "action": action,
         "greedy_action": make(module.greedy_action),
         "get_initial_state": init.get_concrete_function(),
     }
+    if noise_spec is not None:
+
+        def from_noise(observation, first, prev_action, prev_reward, *rest):
+            states, noise = tuple(rest[:-1]), rest[-1]
+            return flatten(
+                module.action_from_noise(
+                    observation, first, prev_action, prev_reward, states, noise
+                )
+            )
+
+        spec = [*flat_spec, noise_spec]
+        signatures["action_from_noise"] = tf.function(
+            from_noise, input_signature=spec
+        ).get_concrete_function()
+    return signatures
 
 
 def export_policy(
@@ -193,3 +230,25 @@ def export_policy(
         tf.saved_model.save(module, directory, signatures=module.serving_signatures())
 
     return write_atomically(path, write, overwrite=overwrite)
+
+
+def export_tflite(
+    network: ActorCriticNetwork, path: str | os.PathLike, *, overwrite: bool = False
+) -> str:
+    """Writes ``network`` as one LiteRT (TFLite) file; see :mod:`tfagents_vtrace.export_litert`."""
+    from tfagents_vtrace.export_litert import export_tflite as export
+
+    return export(network, path, overwrite=overwrite)
+
+
+def export_onnx(
+    network: ActorCriticNetwork,
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    opset: int = 17,
+) -> str:
+    """Writes ``network`` as one ONNX file; see :mod:`tfagents_vtrace.export_onnx`."""
+    from tfagents_vtrace.export_onnx import export_onnx as export
+
+    return export(network, path, overwrite=overwrite, opset=opset)

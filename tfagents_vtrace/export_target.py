@@ -11,6 +11,11 @@ Export never deletes what it did not write (DESIGN.md, "Experiments contract"):
   one into place and only then removes the old one. A save that fails removes its own
   temporary directory and leaves the previous policy untouched.
 
+Single-file artefacts (a LiteRT ``.tflite`` model, an ONNX model) follow the same rules with
+:func:`check_export_file` and :func:`write_file_atomically`: only a file that is already a
+model of that format is replaced (with ``overwrite``), the bytes go to a temporary sibling file
+first and ``os.replace`` puts them into place.
+
 No TensorFlow import: ``experiments.export`` checks its ``--output`` before TensorFlow loads.
 """
 
@@ -22,6 +27,7 @@ import tempfile
 from collections.abc import Callable
 
 SAVED_MODEL_FILE = "saved_model.pb"
+FILE_FORMATS = {"tflite": "LiteRT (TFLite) model", "onnx": "ONNX model written by tf2onnx"}
 
 
 def check_export_path(path: str | os.PathLike, overwrite: bool, name: str = "path") -> bool:
@@ -102,4 +108,88 @@ def write_atomically(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def is_model_file(path: str | os.PathLike, fmt: str) -> bool:
+    """Whether ``path`` holds a model of ``fmt`` ("tflite" or "onnx"), judged by its head.
+
+    A LiteRT flatbuffer carries the file identifier ``TFL3`` at bytes 4-8; an ONNX
+    ``ModelProto`` written by tf2onnx starts with field 1 (``ir_version``, tag ``0x08``) and
+    names ``tf2onnx`` as its producer (field 2) right after it.
+    """
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if fmt == "tflite":
+        return head[4:8] == b"TFL3"
+    if fmt == "onnx":
+        return head[:1] == b"\x08" and b"tf2onnx" in head
+    raise ValueError(f"fmt: expected one of {sorted(FILE_FORMATS)}, received {fmt!r}")
+
+
+def check_export_file(
+    path: str | os.PathLike, fmt: str, overwrite: bool, name: str = "path"
+) -> bool:
+    """Checks that a ``fmt`` model file may be written at ``path``; returns whether one will
+    be replaced.
+
+    Raises:
+      ValueError: ``"{name}: ..."`` when ``path`` is a symbolic link or a directory, a
+        non-empty file that is not a model of ``fmt`` (even with ``overwrite``), or such a
+        model and ``overwrite`` is False. An empty file is replaced like an empty directory.
+    """
+    path = os.fspath(path)
+    what = FILE_FORMATS[fmt]
+    if os.path.islink(path):
+        raise ValueError(f"{name}: {path} is a symbolic link; give the file itself")
+    if not os.path.exists(path):
+        return False
+    if os.path.isdir(path):
+        raise ValueError(f"{name}: {path} is a directory; a {what} is one file")
+    if os.path.getsize(path) == 0:  # an empty file (e.g. from mktemp), as an empty directory
+        return True
+    if not is_model_file(path, fmt):
+        raise ValueError(
+            f"{name}: {path} is a file that is not a {what}; refusing to replace it, even with "
+            "overwrite"
+        )
+    if not overwrite:
+        raise ValueError(
+            f"{name}: {path} exists; pass overwrite=True to replace it "
+            "(--overwrite with python -m experiments.export)"
+        )
+    return True
+
+
+def write_file_atomically(
+    path: str | os.PathLike, data: bytes, fmt: str, *, overwrite: bool = False
+) -> str:
+    """Writes ``data`` to a temporary sibling of ``path`` and renames it into place.
+
+    Args:
+      path: the model file (checked with :func:`check_export_file`).
+      data: the serialized model.
+      fmt: "tflite" or "onnx".
+      overwrite: replace an existing model of ``fmt`` at ``path``.
+
+    Returns:
+      ``path`` as a string.
+    """
+    path = os.fspath(path)
+    check_export_file(path, fmt, overwrite)
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    base = os.path.basename(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f"{base}.tmp-{os.getpid()}-", dir=parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
     return path

@@ -109,3 +109,75 @@ def test_cli_overwrite_never_deletes_the_working_directory(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("error: --output: . is a non-empty")
     assert sorted(os.listdir(work)) == ["keep.txt"]
+
+
+def test_check_flags_file_formats(tmp_path, monkeypatch):
+    """tflite/onnx write one file: default names, only a model of the format is replaced."""
+    from experiments import export
+
+    run = _fake_run(tmp_path / "run")
+    assert export.check_flags(run, None, False, "tflite") == os.path.join(run, "policy.tflite")
+    assert export.check_flags(run, None, False, "saved_model") == os.path.join(run, "policy")
+    monkeypatch.setitem(export.NEEDS, "onnx", (("no_such_module_17",), (), "onnx"))
+    with pytest.raises(export.FlagError, match=r"^--format: onnx export needs no_such_module_17"):
+        export.check_flags(run, None, False, "onnx")
+    monkeypatch.setitem(export.NEEDS, "tflite", ((), ("no_such_module_17",), "litert"))
+    assert export.check_flags(run, None, False, "tflite")  # runtime needed by --check only
+    with pytest.raises(export.FlagError, match=r"^--check: tflite runs needs no_such_module_17: "):
+        export.check_flags(run, None, False, "tflite", check=True)
+    monkeypatch.undo()
+    with pytest.raises(export.FlagError, match=r"^--check_steps: "):
+        export.check_flags(run, None, False, "saved_model", check=True, check_steps=1)
+    notes = tmp_path / "notes.tflite"
+    notes.write_text("mine")
+    for overwrite in (False, True):  # a file that is not a LiteRT model: never replaced
+        with pytest.raises(export.FlagError, match=r"^--output: .*notes\.tflite is a file that "):
+            export.check_flags(run, str(notes), overwrite, "tflite")
+    model = tmp_path / "model.tflite"
+    model.write_bytes(b"\x1c\x00\x00\x00TFL3" + bytes(24))  # a LiteRT flatbuffer's head
+    with pytest.raises(export.FlagError, match=r"^--output: .*model\.tflite exists .*--overwrite"):
+        export.check_flags(run, str(model), False, "tflite")
+    assert export.check_flags(run, str(model), True, "tflite") == str(model)
+    monkeypatch.setitem(export.NEEDS, "onnx", ((), (), "onnx"))  # whether installed or not
+    with pytest.raises(export.FlagError, match=r"^--output: .*model\.tflite is a file that is not"):
+        export.check_flags(run, str(model), True, "onnx")  # a LiteRT model is not an ONNX one
+    with pytest.raises(export.FlagError, match=r"^--output: .* is a directory; a LiteRT"):
+        export.check_flags(run, str(tmp_path), True, "tflite")
+    assert notes.read_text() == "mine"
+
+
+@pytest.mark.slow  # trains, then three subprocesses importing TensorFlow
+def test_export_formats_with_check(tmp_path):
+    """--format=tflite|onnx|saved_model --check on a trained LSTM run: parity passes."""
+    pytest.importorskip("ai_edge_litert")
+    pytest.importorskip("tf2onnx")
+    pytest.importorskip("onnxruntime")
+    import json
+
+    logdir = str(tmp_path / "run")
+    agent = get_agent("impala")
+    run = RunConfig(total_steps=256, num_envs=4, unroll_length=8, eval_episodes=1,
+                    export_policy=False)  # fmt: skip
+    net = NetworkConfig(hidden_sizes=(16,), core="lstm", lstm_size=8, use_prev_action=True,
+                        use_prev_reward=True)  # fmt: skip
+    train(run, agent, agent.Config(), net, logdir)
+    for fmt, name in (("tflite", "p.tflite"), ("onnx", "p.onnx"), ("saved_model", "p")):
+        output = str(tmp_path / name)
+        cmd = [sys.executable, "-m", "experiments.export", f"--logdir={logdir}",
+               f"--output={output}", f"--format={fmt}", "--check", "--check_steps=200"]  # fmt: skip
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        lines = proc.stdout.strip().splitlines()
+        assert lines[-2] == output
+        report = json.loads(lines[-1])
+        assert report["passed"] and report["failures"] == [], report
+        assert report["steps"] == 200 and report["episodes"] >= 3
+        assert report["action_mismatches"] == {"greedy": 0, "sample": 0}
+        assert max(report["max_abs_diff"].values()) <= 1e-5
+        assert {"greedy/state_0", "sample/state_1", "greedy/logits"} <= set(report["max_abs_diff"])
+    cmd = [sys.executable, "-m", "experiments.export", f"--logdir={logdir}",
+           f"--output={tmp_path / 'p.tflite'}", "--format=tflite"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: --output: ")
+    assert "--overwrite" in proc.stderr

@@ -1,0 +1,332 @@
+"""Trajectory parity of an exported policy (LiteRT, ONNX, SavedModel) with its SavedModel.
+
+The check that an artefact *acts* like the policy it came from (IMPALA's actor, Espeholt et
+al. 2018, https://arxiv.org/abs/1802.01561, steps the same recurrent policy one call at a
+time, so that is what is compared):
+
+1. :func:`record`: the reference (a SavedModel) acts in an environment for ``steps`` steps
+   at batch size 1, sampling its actions from recorded noise (``action_from_noise``); episodes
+   end by termination, truncation or ``max_episode_steps``, so resets fall inside the window.
+   Each step's inputs, the noise, and the reference's ``greedy_action`` and sampled outputs
+   are kept.
+2. :func:`replay`: the candidate is fed the same observations, ``first`` flags, previous
+   actions and rewards and noise, carrying its *own* recurrent state from step to step.
+3. :func:`compare`: greedy and sampled actions must be identical (discrete) or within
+   ``atol`` (continuous); logits / loc / scale / q, value, log_prob and every state tensor
+   within ``atol`` (max abs difference, default 1e-5).
+
+:func:`check_parity` runs the three. Runners wrap each format behind one interface:
+``initial_state(batch_size)``, ``greedy(inputs)`` and ``sample(inputs, noise)`` on dicts of
+numpy arrays named as the SavedModel's flat signatures (``observation, first, prev_action,
+prev_reward, state_0, ...`` -> ``action, value, log_prob, ..., state_0, ...``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+INPUTS = ("observation", "first", "prev_action", "prev_reward")
+DEFAULT_ATOL = 1e-5
+
+
+def _numpy(out: dict) -> dict:
+    return {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in out.items()}
+
+
+class SavedModelRunner:
+    """A SavedModel policy (a path, a loaded SavedModel, or an in-process
+    :class:`tfagents_vtrace.export.PolicyModule`) through its flat signatures."""
+
+    def __init__(self, policy):
+        import tensorflow as tf
+
+        self._tf = tf
+        if isinstance(policy, str | os.PathLike):
+            policy = tf.saved_model.load(os.fspath(policy))
+        if hasattr(policy, "serving_signatures"):  # in process: the exported functions
+            self._signatures = policy.serving_signatures()
+        else:
+            self._signatures = policy.signatures
+        if "action_from_noise" not in self._signatures:
+            raise ValueError(
+                "policy: the SavedModel has no action_from_noise signature (exported before "
+                "it existed); export it again from its run directory"
+            )
+        self.metadata = json.loads(policy.metadata.numpy())
+
+    def initial_state(self, batch_size: int) -> dict:
+        init = self._signatures["get_initial_state"]
+        return _numpy(init(batch_size=self._tf.constant(batch_size, self._tf.int32)))
+
+    def _call(self, name: str, inputs: dict) -> dict:
+        return _numpy(
+            self._signatures[name](**{k: self._tf.constant(v) for k, v in inputs.items()})
+        )
+
+    def greedy(self, inputs: dict) -> dict:
+        return self._call("greedy_action", inputs)
+
+    def sample(self, inputs: dict, noise: np.ndarray) -> dict:
+        return self._call("action_from_noise", {**inputs, "noise": noise})
+
+
+class LiteRTRunner:
+    """A LiteRT model (``.tflite``) through the ``ai-edge-litert`` interpreter."""
+
+    def __init__(self, path: str | os.PathLike, num_threads: int | None = None):
+        from ai_edge_litert.interpreter import Interpreter
+
+        self.interpreter = Interpreter(model_path=os.fspath(path), num_threads=num_threads)
+        self._greedy = self.interpreter.get_signature_runner("greedy_action")
+        self._sample = self.interpreter.get_signature_runner("action")
+        self._init = self.interpreter.get_signature_runner("get_initial_state")
+
+    def initial_state(self, batch_size: int) -> dict:
+        return dict(self._init(batch_size=np.int32(batch_size)))
+
+    def greedy(self, inputs: dict) -> dict:
+        return dict(self._greedy(**inputs))
+
+    def sample(self, inputs: dict, noise: np.ndarray) -> dict:
+        return dict(self._sample(**inputs, noise=noise))
+
+
+class OnnxRunner:
+    """An ONNX model through ONNX Runtime (CPU); outputs renamed to the SavedModel's."""
+
+    def __init__(self, path: str | os.PathLike, num_threads: int | None = None):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        if num_threads:
+            options.intra_op_num_threads = options.inter_op_num_threads = num_threads
+        self.session = ort.InferenceSession(
+            os.fspath(path), options, providers=["CPUExecutionProvider"]
+        )
+        meta = self.session.get_modelmeta().custom_metadata_map["tfagents_vtrace"]
+        self.metadata = json.loads(meta)
+        self._outputs = [o.name for o in self.session.get_outputs()]
+        self._state_sizes = {
+            i.name: i.shape[-1] for i in self.session.get_inputs() if i.name.startswith("state_")
+        }
+
+    def initial_state(self, batch_size: int) -> dict:
+        return {k: np.zeros([batch_size, n], np.float32) for k, n in self._state_sizes.items()}
+
+    def _run(self, inputs: dict, noise: np.ndarray) -> dict:
+        return dict(zip(self._outputs, self.session.run(None, {**inputs, "noise": noise})))
+
+    @staticmethod
+    def _rename(out: dict, greedy: bool) -> dict:
+        result = {}
+        for k, v in out.items():
+            if k.startswith("next_state_"):
+                result[k[len("next_") :]] = v
+            elif k.startswith("greedy_") == greedy:
+                result[k[len("greedy_") :] if greedy else k] = v
+            elif k not in ("action", "log_prob", "greedy_action", "greedy_log_prob"):
+                result[k] = v
+        return result
+
+    def greedy(self, inputs: dict) -> dict:
+        batch = len(inputs["first"])
+        fill = 0.5 if self.metadata["noise_law"] == "uniform" else 0.0  # ignored by greedy
+        noise = np.full([batch, self.metadata["noise_size"]], fill, np.float32)
+        return self._rename(self._run(inputs, noise), greedy=True)
+
+    def sample(self, inputs: dict, noise: np.ndarray) -> dict:
+        return self._rename(self._run(inputs, noise), greedy=False)
+
+
+def open_runner(path: str | os.PathLike, num_threads: int | None = None):
+    """The runner for ``path``: a SavedModel directory, a ``.tflite`` or an ``.onnx`` file."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return SavedModelRunner(path)
+    if path.endswith(".onnx"):
+        return OnnxRunner(path, num_threads)
+    return LiteRTRunner(path, num_threads)
+
+
+def draw_noise(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -> np.ndarray:
+    """Noise ``[batch_size, A]`` float32 of the law in an exported policy's ``metadata``
+    (``noise_law``: "uniform" in [0, 1) or standard "normal"; ``noise_size``: A)."""
+    shape = (batch_size, metadata["noise_size"])
+    if metadata["noise_law"] == "uniform":
+        return rng.random(shape, dtype=np.float32)
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
+def _env_action(action: np.ndarray, space) -> np.ndarray | int:
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Discrete):
+        return int(action)
+    return np.clip(action, space.low, space.high).astype(space.dtype)
+
+
+def record(
+    reference: SavedModelRunner,
+    env,
+    steps: int = 300,
+    seed: int = 0,
+    max_episode_steps: int | None = None,
+) -> dict:
+    """Steps of ``reference`` acting in ``env`` (one gymnasium env, batch size 1).
+
+    Actions are the reference's draws from recorded noise. Returns arrays with a leading
+    ``[steps]`` axis: the inputs (``observation, first, prev_action, prev_reward, noise``),
+    ``greedy/<output>`` and ``sample/<output>`` (the reference's outputs, states included),
+    and ``episodes`` (how many episodes the window touched).
+    """
+    meta = reference.metadata
+    max_episode_steps = max_episode_steps or max(2, steps // 3)
+    rng = np.random.default_rng(seed)
+    obs_dtype = np.dtype(meta["observation_dtype"])
+    act_dtype, act_shape = np.dtype(meta["action_dtype"]), tuple(meta["action_shape"])
+    obs, _ = env.reset(seed=int(seed))
+    state = reference.initial_state(1)
+    prev_action, prev_reward = np.zeros((1, *act_shape), act_dtype), np.zeros(1, np.float32)
+    first, length = True, 0
+    rec: dict[str, list] = {}
+    for _ in range(steps):
+        inputs = {
+            "observation": np.asarray(obs, obs_dtype)[None],
+            "first": np.array([first]),
+            "prev_action": prev_action,
+            "prev_reward": prev_reward,
+        }
+        noise = draw_noise(meta, rng)
+        greedy = reference.greedy({**inputs, **state})
+        sample = reference.sample({**inputs, **state}, noise)
+        for k, v in {**inputs, "noise": noise}.items():
+            rec.setdefault(k, []).append(v)
+        for k, v in greedy.items():
+            rec.setdefault(f"greedy/{k}", []).append(v)
+        for k, v in sample.items():
+            rec.setdefault(f"sample/{k}", []).append(v)
+        state = {k: v for k, v in sample.items() if k.startswith("state_")}
+        action = np.asarray(sample["action"], act_dtype)
+        obs, reward, terminated, truncated, _ = env.step(_env_action(action[0], env.action_space))
+        length += 1
+        first = bool(terminated or truncated or length >= max_episode_steps)
+        if first:
+            obs, _ = env.reset()
+            length = 0
+            prev_action, prev_reward = np.zeros_like(prev_action), np.zeros(1, np.float32)
+        else:
+            prev_action, prev_reward = action, np.array([reward], np.float32)
+    trajectory = {k: np.stack(v) for k, v in rec.items()}
+    trajectory["episodes"] = np.array(int(trajectory["first"].sum()))
+    return trajectory
+
+
+def replay(candidate, trajectory: dict) -> dict:
+    """``candidate``'s ``greedy/<output>`` and ``sample/<output>`` on the recorded inputs and
+    noise, its own recurrent state carried from step to step (``[steps, ...]`` arrays)."""
+    steps, batch = trajectory["first"].shape[:2]
+    state = candidate.initial_state(batch)
+    rec: dict[str, list] = {}
+    for t in range(steps):
+        inputs = {k: trajectory[k][t] for k in INPUTS}
+        greedy = candidate.greedy({**inputs, **state})
+        sample = candidate.sample({**inputs, **state}, trajectory["noise"][t])
+        for k, v in greedy.items():
+            rec.setdefault(f"greedy/{k}", []).append(v)
+        for k, v in sample.items():
+            rec.setdefault(f"sample/{k}", []).append(v)
+        state = {k: v for k, v in sample.items() if k.startswith("state_")}
+    return {k: np.stack(v) for k, v in rec.items()}
+
+
+@dataclasses.dataclass
+class ParityReport:
+    """What :func:`compare` found.
+
+    Attributes:
+      passed: every check held.
+      steps, episodes: the window (episodes it touched).
+      max_abs_diff: per output (``greedy/value``, ``sample/state_0``, ...), over all steps.
+      action_mismatches: ``{"greedy": n, "sample": n}`` steps whose actions differ (discrete:
+        not equal; continuous: more than ``atol`` apart).
+      failures: one line per failed check.
+    """
+
+    passed: bool
+    steps: int
+    episodes: int
+    max_abs_diff: dict
+    action_mismatches: dict
+    failures: list
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+def compare(trajectory: dict, candidate: dict, atol: float = DEFAULT_ATOL) -> ParityReport:
+    """Compares ``candidate`` (a :func:`replay`) with the reference outputs in ``trajectory``.
+
+    Raises:
+      ValueError: the candidate lacks an output of the reference, or a shape differs.
+    """
+    diffs, mismatches, failures = {}, {}, []
+    keys = sorted(k for k in trajectory if k.startswith(("greedy/", "sample/")))
+    for key in keys:
+        if key not in candidate:
+            raise ValueError(f"candidate: no output {key!r} (has {sorted(candidate)})")
+        ref, got = trajectory[key], candidate[key]
+        if ref.shape != got.shape:
+            raise ValueError(f"candidate: {key} has shape {got.shape}, expected {ref.shape}")
+        diff = np.abs(ref.astype(np.float64) - got.astype(np.float64))
+        diffs[key] = float(diff.max()) if diff.size else 0.0
+        if key.endswith("/action"):
+            if np.issubdtype(ref.dtype, np.integer):
+                bad = np.any((ref != got).reshape(len(ref), -1), axis=1)
+            else:
+                bad = np.any(~(diff <= atol).reshape(len(ref), -1), axis=1)  # NaN is bad
+            mismatches[key.split("/")[0]] = int(bad.sum())
+            if bad.any():
+                failures.append(f"{key}: differs at {int(bad.sum())} of {len(ref)} steps")
+        elif not diffs[key] <= atol:  # NaN fails too
+            failures.append(f"{key}: max abs diff {diffs[key]:.3g} > {atol:g}")
+    return ParityReport(
+        passed=not failures,
+        steps=int(len(trajectory["first"])),
+        episodes=int(trajectory.get("episodes", 0)),
+        max_abs_diff=diffs,
+        action_mismatches=mismatches,
+        failures=failures,
+    )
+
+
+def check_parity(
+    reference,
+    candidate,
+    env,
+    *,
+    steps: int = 300,
+    seed: int = 0,
+    atol: float = DEFAULT_ATOL,
+    max_episode_steps: int | None = None,
+) -> ParityReport:
+    """Records ``reference`` acting in ``env``, replays it through ``candidate``, compares.
+
+    Args:
+      reference: a SavedModel path or a :class:`SavedModelRunner` (the ground truth).
+      candidate: an artefact path (``.tflite``, ``.onnx``, SavedModel directory) or a runner.
+      env: one gymnasium environment with the policy's spaces.
+      steps: the window; episodes are cut at ``max_episode_steps`` (default ``steps // 3``)
+        so that it holds resets.
+      seed: seeds the environment and the noise.
+      atol: the tolerance of the float outputs (and of continuous actions).
+    """
+    if not isinstance(reference, SavedModelRunner):
+        reference = SavedModelRunner(reference)
+    if isinstance(candidate, str | os.PathLike):
+        candidate = open_runner(candidate)
+    trajectory = record(reference, env, steps, seed, max_episode_steps)
+    return compare(trajectory, replay(candidate, trajectory), atol)
