@@ -3,7 +3,8 @@
 ``--format=saved_model|tflite|onnx [--check]``.
 
 Rebuilds the network from ``DIR/config.json`` (or, for agents with an ``export_run``, such as
-TAAC, lets the agent rebuild its policy), restores the latest checkpoint in
+TAAC, lets the agent rebuild its policy and, with ``--check``, check it with its
+``check_export``), restores the latest checkpoint in
 ``DIR/checkpoints`` and writes the SavedModel of DESIGN.md's export contract to PATH
 (Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561, is the agent family), or
 with ``--format=tflite`` / ``--format=onnx`` one LiteRT / ONNX file
@@ -17,7 +18,9 @@ SavedModel of the same weights acts ``--check_steps`` steps in the run's env (ep
 so that resets fall inside the window), the artefact replays the same inputs and noise, and
 greedy and sampled actions must be identical and every float output within 1e-5. For a
 SavedModel the artefact is checked against the restored network in process. One JSON line
-reports the max abs differences; a failed check exits with code 1.
+reports the max abs differences; a failed check exits with code 1. A TAAC run's files are
+checked against a SavedModel whose ``greedy_action`` has ``epsilon_greedy=0``, as theirs
+(``tfagents_vtrace.agents.taac.portable``).
 
 A run directory without config or checkpoint, or whose env id is not a registered gymnasium
 id (``config.json`` is data: a ``module:`` prefix, which gymnasium would import, is refused),
@@ -189,22 +192,30 @@ def main(argv) -> None:
         agent_name = config.get("agent", "impala")
         agent = get_agent(agent_name)
     if hasattr(agent, "export_run"):  # agents whose policy is not the actor-critic network
-        for flag, bad in (("format", fmt != "saved_model"), ("check", FLAGS.check)):
-            if bad:
-                message = f"{agent_name} runs export a SavedModel only, without --check"
-                raise FlagError(flag, message)
-        print(agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite), flush=True)
+        formats = getattr(agent, "EXPORT_FORMATS", ("saved_model",))
+        if fmt not in formats:
+            raise FlagError("format", f"{agent_name} runs export {', '.join(formats)} only")
+        if FLAGS.check and not hasattr(agent, "check_export"):
+            raise FlagError("check", f"{agent_name} runs have no parity check")
+        path = agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite, fmt=fmt)
+        print(path, flush=True)
+        if FLAGS.check:
+            _report(agent.check_export(FLAGS.logdir, path, fmt=fmt, steps=FLAGS.check_steps))
         return
     network = restore_network(FLAGS.logdir)
     write = {"saved_model": export_policy, "tflite": export_tflite, "onnx": export_onnx}[fmt]
     path = write(network, output, overwrite=FLAGS.overwrite)
     print(path, flush=True)
     if FLAGS.check:
-        report = parity_check(network, path, fmt, env_id, FLAGS.check_steps)
-        print(report.to_json(), flush=True)
-        if not report.passed:
-            print(f"error: parity check failed: {'; '.join(report.failures)}", file=sys.stderr)
-            raise SystemExit(1)
+        _report(parity_check(network, path, fmt, env_id, FLAGS.check_steps))
+
+
+def _report(report) -> None:
+    """Prints the parity report as one JSON line; exit code 1 when it failed."""
+    print(report.to_json(), flush=True)
+    if not report.passed:
+        print(f"error: parity check failed: {'; '.join(report.failures)}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

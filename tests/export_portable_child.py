@@ -4,9 +4,10 @@ runtimes alone (ai-edge-litert's interpreter, ONNX Runtime): no TensorFlow, no t
 Run as ``python -I -S export_portable_child.py CASES_JSON SITE_PACKAGES`` from a temporary
 directory: ``-S`` skips site-packages' .pth files (so the editable install of tfagents_vtrace
 is not on the path) and only the plain SITE_PACKAGES directory is added back. Each case names
-an artefact, the recorded inputs (``observation, first, prev_action, prev_reward, noise``,
-``[T, 1, ...]``) and an output npz: ``greedy__<name>`` / ``sample__<name>`` ``[T, 1, ...]``,
-the artefact's own recurrent state carried from step to step.
+an artefact, the recorded inputs (``observation, first, prev_action, prev_reward`` and the
+noise inputs ``noise`` (and TAAC's ``b_noise``), ``[T, 1, ...]``) and an output npz:
+``greedy__<name>`` / ``sample__<name>`` ``[T, 1, ...]``, the artefact's own recurrent state
+carried from step to step.
 """
 
 import importlib.util
@@ -32,7 +33,7 @@ def litert_steps(path: str):
     state = model.get_signature_runner("get_initial_state")(batch_size=np.int32(1))
 
     def step(inputs, state, noise):
-        return greedy(**inputs, **state), sample(**inputs, **state, noise=noise)
+        return greedy(**inputs, **state), sample(**inputs, **state, **noise)
 
     return dict(state), step
 
@@ -50,11 +51,15 @@ def onnx_steps(path: str):
     }
 
     def step(inputs, state, noise):
-        out = dict(zip(names, session.run(None, {**inputs, **state, "noise": noise})))
-        shared = {k: v for k, v in out.items() if "action" not in k and "log_prob" not in k}
-        shared = {k.replace("next_state_", "state_"): v for k, v in shared.items()}
-        greedy = {**shared, "action": out["greedy_action"], "log_prob": out["greedy_log_prob"]}
-        return greedy, {**shared, "action": out["action"], "log_prob": out["log_prob"]}
+        out = dict(zip(names, session.run(None, {**inputs, **state, **noise})))
+        sample, greedy = {}, {}  # greedy_X: the greedy step's X; X alone: the sampled step's,
+        for k, v in out.items():  # and the greedy one's too when there is no greedy_X
+            k = k.replace("next_state_", "state_")
+            if k.startswith("greedy_"):
+                greedy[k[len("greedy_") :]] = v
+            else:
+                sample[k] = v
+        return {**sample, **greedy}, sample
 
     return state, step
 
@@ -62,10 +67,11 @@ def onnx_steps(path: str):
 def run_case(case: dict) -> dict:
     data = np.load(case["inputs"])
     state, step = (litert_steps if case["format"] == "tflite" else onnx_steps)(case["path"])
+    noise_keys = [k for k in data.files if k == "noise" or k.endswith("_noise")]
     rec: dict[str, list] = {}
     for t in range(len(data["first"])):
         inputs = {k: data[k][t] for k in INPUTS}
-        greedy, sample = step(inputs, state, data["noise"][t])
+        greedy, sample = step(inputs, state, {k: data[k][t] for k in noise_keys})
         for prefix, out in (("greedy", greedy), ("sample", sample)):
             for k, v in out.items():
                 rec.setdefault(f"{prefix}__{k}", []).append(np.asarray(v))

@@ -142,7 +142,9 @@ class PolicyModule(tf.Module):
 
 
 def flat_serving_signatures(
-    module: tf.Module, flat_spec: list[tf.TensorSpec], noise_spec: tf.TensorSpec | None = None
+    module: tf.Module,
+    flat_spec: list[tf.TensorSpec],
+    noise_spec: tf.TensorSpec | list[tf.TensorSpec] | None = None,
 ) -> dict:
     """Serving signatures with flat named tensors for a policy module of the common contract.
 
@@ -153,7 +155,8 @@ def flat_serving_signatures(
         returning a tuple of states.
       flat_spec: the four input specs followed by one spec per state tensor (``state_0``, ...).
       noise_spec: when given, the module also has ``action_from_noise`` taking ``noise`` after
-        ``state``, exported as the ``action_from_noise`` signature.
+        ``state`` (a list of specs: several noise arguments in that order, e.g. TAAC's
+        ``noise, b_noise``), exported as the ``action_from_noise`` signature.
 
     Returns:
       ``{"serving_default", "action", "greedy_action", "get_initial_state"}`` (and
@@ -185,16 +188,18 @@ def flat_serving_signatures(
         "get_initial_state": init.get_concrete_function(),
     }
     if noise_spec is not None:
+        noise_specs = [noise_spec] if isinstance(noise_spec, tf.TensorSpec) else list(noise_spec)
+        n = len(noise_specs)
 
         def from_noise(observation, first, prev_action, prev_reward, *rest):
-            states, noise = tuple(rest[:-1]), rest[-1]
+            states, noises = tuple(rest[:-n]), rest[-n:]
             return flatten(
                 module.action_from_noise(
-                    observation, first, prev_action, prev_reward, states, noise
+                    observation, first, prev_action, prev_reward, states, *noises
                 )
             )
 
-        spec = [*flat_spec, noise_spec]
+        spec = [*flat_spec, *noise_specs]
         signatures["action_from_noise"] = tf.function(
             from_noise, input_signature=spec
         ).get_concrete_function()

@@ -65,6 +65,19 @@ def tflite_model(network: ActorCriticNetwork) -> bytes:
         raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
     functions = portable_functions(network)
     functions["get_initial_state"] = _initial_state_function(network)
+    return convert_functions(functions)
+
+
+def convert_functions(functions: dict) -> bytes:
+    """The LiteRT flatbuffer of the concrete functions ``functions`` (one signature per
+    :data:`SIGNATURES` key; frozen: no variables), builtin ops only, float32.
+
+    Shared by every policy kind (:func:`tflite_model`, TAAC's
+    ``tfagents_vtrace.agents.taac.portable``).
+
+    Raises:
+      tf.lite's ConverterError: an op has no LiteRT builtin.
+    """
     with tempfile.TemporaryDirectory(prefix="tflite-src-") as source:
         tf.saved_model.save(tf.Module(), source, signatures=functions)
         converter = tf.lite.TFLiteConverter.from_saved_model(source, signature_keys=SIGNATURES)

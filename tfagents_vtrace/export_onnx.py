@@ -68,14 +68,27 @@ def onnx_model(network: ActorCriticNetwork, opset: int = DEFAULT_OPSET) -> bytes
 
     if not isinstance(network, ActorCriticNetwork):
         raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
+    function, specs = onnx_step(network)
+    return convert_function(function, specs, policy_metadata(network), opset)
+
+
+def convert_function(function, specs, metadata: dict, opset: int = DEFAULT_OPSET) -> bytes:
+    """The serialized ONNX ``ModelProto`` of the ``tf.function`` ``function`` (inputs
+    ``specs``, dict outputs) with ``metadata`` as JSON in ``metadata_props["tfagents_vtrace"]``.
+
+    Shared by every policy kind (:func:`onnx_model`, TAAC's
+    ``tfagents_vtrace.agents.taac.portable``).
+
+    Raises:
+      ImportError: tf2onnx is not installed (the ``onnx`` extra).
+    """
     try:
         import tf2onnx
     except ImportError as e:
         raise ImportError("ONNX export needs tf2onnx: pip install 'tfagents_vtrace[onnx]'") from e
-    function, specs = onnx_step(network)
     model, _ = tf2onnx.convert.from_function(function, input_signature=specs, opset=opset)
     entry = model.metadata_props.add()
-    entry.key, entry.value = "tfagents_vtrace", json.dumps(policy_metadata(network))
+    entry.key, entry.value = "tfagents_vtrace", json.dumps(metadata)
     return model.SerializeToString()
 
 

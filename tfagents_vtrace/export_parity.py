@@ -18,7 +18,9 @@ time, so that is what is compared):
 :func:`check_parity` runs the three. Runners wrap each format behind one interface:
 ``initial_state(batch_size)``, ``greedy(inputs)`` and ``sample(inputs, noise)`` on dicts of
 numpy arrays named as the SavedModel's flat signatures (``observation, first, prev_action,
-prev_reward, state_0, ...`` -> ``action, value, log_prob, ..., state_0, ...``).
+prev_reward, state_0, ...`` -> ``action, value, log_prob, ..., state_0, ...``). ``noise`` is
+the array of the ``noise`` input, or a dict of every noise input of the policy by name (a
+TAAC policy has two: ``noise`` and ``b_noise``; :func:`noise_inputs`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,26 @@ DEFAULT_ATOL = 1e-5
 
 def _numpy(out: dict) -> dict:
     return {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in out.items()}
+
+
+def _noises(noise) -> dict:
+    """The noise inputs by name: an array is the ``noise`` input."""
+    return dict(noise) if isinstance(noise, dict) else {"noise": noise}
+
+
+def noise_inputs(metadata: dict) -> dict:
+    """``{name: (law, shape)}`` of an exported policy's noise inputs, each ``[B, *shape]``
+    float32 of law "uniform" (in [0, 1)) or "normal" (standard): the metadata's
+    ``noise_inputs``, else the one ``noise`` ``[B, noise_size]`` of ``noise_law``."""
+    spec = metadata.get("noise_inputs")
+    if spec is None:
+        return {"noise": (metadata["noise_law"], (int(metadata["noise_size"]),))}
+    return {k: (v["law"], tuple(int(d) for d in v["shape"])) for k, v in spec.items()}
+
+
+def is_noise_key(key: str) -> bool:
+    """Whether a recorded trajectory's ``key`` is a noise input (``noise``, ``*_noise``)."""
+    return key == "noise" or key.endswith("_noise")
 
 
 class SavedModelRunner:
@@ -70,8 +92,8 @@ class SavedModelRunner:
     def greedy(self, inputs: dict) -> dict:
         return self._call("greedy_action", inputs)
 
-    def sample(self, inputs: dict, noise: np.ndarray) -> dict:
-        return self._call("action_from_noise", {**inputs, "noise": noise})
+    def sample(self, inputs: dict, noise) -> dict:
+        return self._call("action_from_noise", {**inputs, **_noises(noise)})
 
 
 class LiteRTRunner:
@@ -91,8 +113,8 @@ class LiteRTRunner:
     def greedy(self, inputs: dict) -> dict:
         return dict(self._greedy(**inputs))
 
-    def sample(self, inputs: dict, noise: np.ndarray) -> dict:
-        return dict(self._sample(**inputs, noise=noise))
+    def sample(self, inputs: dict, noise) -> dict:
+        return dict(self._sample(**inputs, **_noises(noise)))
 
 
 class OnnxRunner:
@@ -117,28 +139,34 @@ class OnnxRunner:
     def initial_state(self, batch_size: int) -> dict:
         return {k: np.zeros([batch_size, n], np.float32) for k, n in self._state_sizes.items()}
 
-    def _run(self, inputs: dict, noise: np.ndarray) -> dict:
-        return dict(zip(self._outputs, self.session.run(None, {**inputs, "noise": noise})))
+    def _run(self, inputs: dict, noise) -> dict:
+        return dict(zip(self._outputs, self.session.run(None, {**inputs, **_noises(noise)})))
 
     @staticmethod
     def _rename(out: dict, greedy: bool) -> dict:
-        result = {}
+        """The greedy or the sampled step of one run: ``greedy_X`` outputs are the greedy
+        step's X, the others the sampled step's and, when there is no ``greedy_X``, both
+        steps' (value, logits, ...); ``next_state_i`` is ``state_i``."""
+        sample, greedy_out = {}, {}
         for k, v in out.items():
-            if k.startswith("next_state_"):
-                result[k[len("next_") :]] = v
-            elif k.startswith("greedy_") == greedy:
-                result[k[len("greedy_") :] if greedy else k] = v
-            elif k not in ("action", "log_prob", "greedy_action", "greedy_log_prob"):
-                result[k] = v
-        return result
+            name = k.replace("next_state_", "state_")
+            if name.startswith("greedy_"):
+                greedy_out[name[len("greedy_") :]] = v
+            else:
+                sample[name] = v
+        if not greedy:
+            return sample
+        return {**sample, **greedy_out}
 
     def greedy(self, inputs: dict) -> dict:
         batch = len(inputs["first"])
-        fill = 0.5 if self.metadata["noise_law"] == "uniform" else 0.0  # ignored by greedy
-        noise = np.full([batch, self.metadata["noise_size"]], fill, np.float32)
+        noise = {  # ignored by the greedy outputs
+            name: np.full([batch, *shape], 0.5 if law == "uniform" else 0.0, np.float32)
+            for name, (law, shape) in noise_inputs(self.metadata).items()
+        }
         return self._rename(self._run(inputs, noise), greedy=True)
 
-    def sample(self, inputs: dict, noise: np.ndarray) -> dict:
+    def sample(self, inputs: dict, noise) -> dict:
         return self._rename(self._run(inputs, noise), greedy=False)
 
 
@@ -152,13 +180,25 @@ def open_runner(path: str | os.PathLike, num_threads: int | None = None):
     return LiteRTRunner(path, num_threads)
 
 
+def _draw(law: str, shape: tuple, rng: np.random.Generator) -> np.ndarray:
+    if law == "uniform":
+        return rng.random(shape, dtype=np.float32)
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
 def draw_noise(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -> np.ndarray:
     """Noise ``[batch_size, A]`` float32 of the law in an exported policy's ``metadata``
     (``noise_law``: "uniform" in [0, 1) or standard "normal"; ``noise_size``: A)."""
-    shape = (batch_size, metadata["noise_size"])
-    if metadata["noise_law"] == "uniform":
-        return rng.random(shape, dtype=np.float32)
-    return rng.standard_normal(shape, dtype=np.float32)
+    return _draw(metadata["noise_law"], (batch_size, metadata["noise_size"]), rng)
+
+
+def draw_noises(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -> dict:
+    """Every noise input of an exported policy (:func:`noise_inputs`), drawn in order:
+    ``{"noise": draw_noise(...)}`` for a policy with one."""
+    return {
+        name: _draw(law, (batch_size, *shape), rng)
+        for name, (law, shape) in noise_inputs(metadata).items()
+    }
 
 
 def _env_action(action: np.ndarray, space) -> np.ndarray | int:
@@ -179,7 +219,8 @@ def record(
     """Steps of ``reference`` acting in ``env`` (one gymnasium env, batch size 1).
 
     Actions are the reference's draws from recorded noise. Returns arrays with a leading
-    ``[steps]`` axis: the inputs (``observation, first, prev_action, prev_reward, noise``),
+    ``[steps]`` axis: the inputs (``observation, first, prev_action, prev_reward`` and the
+    noise inputs: ``noise``, and ``b_noise`` for TAAC),
     ``greedy/<output>`` and ``sample/<output>`` (the reference's outputs, states included),
     and ``episodes`` (how many episodes the window touched).
     """
@@ -200,10 +241,10 @@ def record(
             "prev_action": prev_action,
             "prev_reward": prev_reward,
         }
-        noise = draw_noise(meta, rng)
+        noise = draw_noises(meta, rng)
         greedy = reference.greedy({**inputs, **state})
         sample = reference.sample({**inputs, **state}, noise)
-        for k, v in {**inputs, "noise": noise}.items():
+        for k, v in {**inputs, **noise}.items():
             rec.setdefault(k, []).append(v)
         for k, v in greedy.items():
             rec.setdefault(f"greedy/{k}", []).append(v)
@@ -230,11 +271,12 @@ def replay(candidate, trajectory: dict) -> dict:
     noise, its own recurrent state carried from step to step (``[steps, ...]`` arrays)."""
     steps, batch = trajectory["first"].shape[:2]
     state = candidate.initial_state(batch)
+    noise_keys = [k for k in trajectory if is_noise_key(k)]
     rec: dict[str, list] = {}
     for t in range(steps):
         inputs = {k: trajectory[k][t] for k in INPUTS}
         greedy = candidate.greedy({**inputs, **state})
-        sample = candidate.sample({**inputs, **state}, trajectory["noise"][t])
+        sample = candidate.sample({**inputs, **state}, {k: trajectory[k][t] for k in noise_keys})
         for k, v in greedy.items():
             rec.setdefault(f"greedy/{k}", []).append(v)
         for k, v in sample.items():

@@ -11,8 +11,11 @@ An agent module (e.g. :mod:`tfagents_vtrace.agents.impala`) exposes
   process shape: A3C's workers, ACER's replay, TAAC's per-step updates); without it the
   driver runs the actor-learner of its ``Learner``
   (:class:`~tfagents_vtrace.runtime.actor_learner.ActorLearner`);
-* optionally ``export_run(logdir, path, overwrite=False) -> str``: exports the policy of a
-  run directory when it is not the actor-critic network (TAAC);
+* optionally ``export_run(logdir, path, overwrite=False, fmt="saved_model") -> str``: exports
+  the policy of a run directory when it is not the actor-critic network (TAAC), in the
+  formats of ``EXPORT_FORMATS`` (default: ``("saved_model",)``), and optionally
+  ``check_export(logdir, path, fmt=..., steps=...) -> export_parity.ParityReport``, its
+  parity check for ``experiments.export --check``;
 * ``Learner``: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with
   ``network``, ``optimizer``, ``train_step(batch) -> dict[str, float]``,
   ``get_weights() -> list[np.ndarray]`` and ``checkpoint_items() -> dict`` (trackables).

@@ -4,13 +4,14 @@ https://arxiv.org/abs/2104.06521).
 Registry names: ``Config`` (:class:`TaacConfig`, ``trajectory`` selects TAAC/TaacL/TaacQ),
 ``Learner`` (:class:`TaacLearner`: networks, optimizers, the compiled update), ``run_agent``
 (:class:`TaacAgent`, the replay-driven agent that the run driver runs for
-``experiments.train --agent=taac``) and ``export_run`` (the policy of a run directory, for
-``experiments.export``).
+``experiments.train --agent=taac``), ``export_run`` (the policy of a run directory as a
+SavedModel, LiteRT or ONNX file, for ``experiments.export``; ``EXPORT_FORMATS``) and
+``check_export`` (its trajectory parity check, for ``experiments.export --check``).
 """
 
 from tfagents_vtrace.agents.taac.agent import TaacAgent
 from tfagents_vtrace.agents.taac.config import TaacConfig
-from tfagents_vtrace.agents.taac.export import export_run
+from tfagents_vtrace.agents.taac.export import EXPORT_FORMATS, check_export, export_run
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy, act_step
 from tfagents_vtrace.agents.taac.trajectories import Trajectory
@@ -21,6 +22,7 @@ run_agent = TaacAgent
 
 
 __all__ = [
+    "EXPORT_FORMATS",
     "Config",
     "Learner",
     "TaacConfig",
@@ -29,6 +31,7 @@ __all__ = [
     "TaacAgent",
     "Trajectory",
     "act_step",
+    "check_export",
     "export_run",
     "run_agent",
 ]

@@ -16,6 +16,8 @@ https://arxiv.org/abs/2104.06521. One step, batched over N environments, with st
 Greedy (evaluation) mode takes the mode of each stage (``tanh(loc)``, ``argmax b``) except
 with probability ``epsilon`` per stage, where it samples. The recorded ``b`` is the effective
 switch (a forced switch counts: the compare-through return must cut there too).
+:func:`act_from_noise` is the same step with its draws as inputs (no random op): the step
+that the exported LiteRT and ONNX policies carry.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from tfagents_vtrace.agents.taac.loss import beta_logits
 from tfagents_vtrace.agents.taac.networks import squashed_sample
 from tfagents_vtrace.agents.taac.trajectories import Trajectory
 
-__all__ = ["TaacPolicy", "act_step"]
+__all__ = ["TaacPolicy", "act_from_noise", "act_step"]
 
 
 def _critic_min(critics, observation, tau) -> tf.Tensor:
@@ -64,13 +66,11 @@ def act_step(
     n = tf.shape(observation)[0]
     a_dim = actor.action_dim
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 7)
-    first = tf.cast(first, tf.bool)
     if randomize_first:
         start = trajectory.random(n, a_dim, seed=seeds[0])
     else:
         start = trajectory.zeros(n, a_dim)
-    tau = tf.where(first[:, None, None], start, tf.cast(tau, tf.float32))
-    repeats = tf.where(first, tf.zeros_like(repeats), tf.cast(repeats, tf.int32))
+    tau, repeats = _episode_start(first, tau, repeats, start)
 
     loc, log_std = actor(observation, tau)
     noise = tf.random.stateless_normal(tf.shape(loc), seeds[1])
@@ -79,24 +79,89 @@ def act_step(
         explore = tf.random.stateless_uniform([n, 1], seeds[2]) < epsilon
         x = tf.where(explore, x, tf.tanh(loc))
     x = tf.where(random_phase, tf.random.stateless_uniform(tf.shape(loc), seeds[3], -1.0, 1.0), x)
+    stage = _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping)
+    sampled_b = tf.cast(tf.random.stateless_uniform([n], seeds[4]) < stage["p_b1"], tf.int32)
+    b = sampled_b
+    if greedy:
+        explore = tf.random.stateless_uniform([n], seeds[5]) < epsilon
+        b = tf.where(explore, sampled_b, tf.argmax(stage["logits"], axis=-1, output_type=tf.int32))
+    coin = tf.cast(tf.random.stateless_uniform([n], seeds[6]) < 0.5, tf.int32)
+    b = tf.where(random_phase, coin, b)
+    return _commit(trajectory, tau, repeats, b, stage, max_repeat_steps)
+
+
+def act_from_noise(
+    actor,
+    critics,
+    trajectory: Trajectory,
+    observation: tf.Tensor,
+    first: tf.Tensor,
+    tau: tf.Tensor,
+    repeats: tf.Tensor,
+    *,
+    alpha_b: tf.Tensor,
+    noise: tf.Tensor | None = None,
+    b_noise: tf.Tensor | None = None,
+    max_repeat_steps: int | None = None,
+    clipping: tuple[float, float] | None = None,
+) -> dict[str, tf.Tensor]:
+    """:func:`act_step` with its draws as inputs, in plain TF ops (no random op): the step
+    of the portable (LiteRT, ONNX) TAAC policies and of the SavedModel's ``action_from_noise``.
+
+    ``noise`` [N, A] standard normal gives the actor's sample
+    ``x = tanh(loc + exp(log_std) * noise)`` and ``b_noise`` [N] uniform in [0, 1) the
+    act-or-repeat choice ``b = 1`` iff ``b_noise < p_b1``: the draws of :func:`act_step` with
+    ``greedy=False``. Both None: the greedy step, the mode of each stage (``x = tanh(loc)``,
+    ``b = argmax``), i.e. :func:`act_step` with ``greedy=True, epsilon=0``. Episodes start
+    from the zero trajectory (``randomize_first=False``); no random phase. Returns the dict
+    of :func:`act_step`.
+
+    Raises:
+      ValueError: only one of ``noise`` and ``b_noise`` is given.
+    """
+    if (noise is None) != (b_noise is None):
+        raise ValueError("noise, b_noise: give both (a sampled step) or neither (greedy)")
+    start = tf.zeros_like(tf.cast(tau, tf.float32))
+    tau, repeats = _episode_start(first, tau, repeats, start)
+    loc, log_std = actor(observation, tau)
+    x = tf.tanh(loc) if noise is None else squashed_sample(loc, log_std, noise)
+    stage = _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping)
+    if b_noise is None:
+        b = tf.argmax(stage["logits"], axis=-1, output_type=tf.int32)
+    else:
+        b = tf.cast(b_noise < stage["p_b1"], tf.int32)
+    return _commit(trajectory, tau, repeats, b, stage, max_repeat_steps)
+
+
+def _episode_start(first, tau, repeats, start) -> tuple[tf.Tensor, tf.Tensor]:
+    """Step 1: ``tau <- start`` and ``repeats <- 0`` where ``first``."""
+    first = tf.cast(first, tf.bool)
+    tau = tf.where(first[:, None, None], start, tf.cast(tau, tf.float32))
+    repeats = tf.where(first, tf.zeros_like(repeats), tf.cast(repeats, tf.int32))
+    return tau, repeats
+
+
+def _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping) -> dict:
+    """Steps 2-3 given the candidate action ``x``: both trajectories, their critic values
+    (twin minimum), the b logits and ``p_b1``."""
     follow = trajectory.follow(tau)
     fresh = trajectory.from_action(x, tau)
     q_follow = _critic_min(critics, observation, follow)
     q_fresh = _critic_min(critics, observation, fresh)
     logits = beta_logits(q_follow, q_fresh, alpha_b, clipping)
     p_b1 = tf.nn.softmax(logits)[:, 1]
-    sampled_b = tf.cast(tf.random.stateless_uniform([n], seeds[4]) < p_b1, tf.int32)
-    b = sampled_b
-    if greedy:
-        explore = tf.random.stateless_uniform([n], seeds[5]) < epsilon
-        b = tf.where(explore, sampled_b, tf.argmax(logits, axis=-1, output_type=tf.int32))
-    coin = tf.cast(tf.random.stateless_uniform([n], seeds[6]) < 0.5, tf.int32)
-    b = tf.where(random_phase, coin, b)
+    return dict(follow=follow, fresh=fresh, q_follow=q_follow, q_fresh=q_fresh, logits=logits,
+                p_b1=p_b1)  # fmt: skip
+
+
+def _commit(trajectory, tau, repeats, b, stage, max_repeat_steps) -> dict:
+    """Step 4: switch where ``b`` or the repeat limit; the outputs of :func:`act_step`."""
     switch = b > 0
     if max_repeat_steps is not None:
         switch = tf.logical_or(switch, repeats >= max_repeat_steps)
-    new_tau = tf.where(switch[:, None, None], fresh, follow)
+    new_tau = tf.where(switch[:, None, None], stage["fresh"], stage["follow"])
     new_repeats = tf.where(switch, tf.zeros_like(repeats), repeats) + 1
+    p_b1 = stage["p_b1"]
     return {
         "action": trajectory.action(new_tau),
         "tau": new_tau,
@@ -104,7 +169,7 @@ def act_step(
         "repeats": new_repeats,
         "b": tf.cast(switch, tf.int32),
         "p_b1": p_b1,
-        "value": (1.0 - p_b1) * q_follow + p_b1 * q_fresh,
+        "value": (1.0 - p_b1) * stage["q_follow"] + p_b1 * stage["q_fresh"],
     }
 
 
