@@ -299,6 +299,44 @@ def test_compare_counts_mismatches_and_nan():
     assert "sample/value: max abs diff nan > 1e-05" in export_parity.compare(ref, got).failures
 
 
+def test_replay_teacher_forcing_feeds_the_reference_states():
+    """replay carries the candidate's own state, or with teacher_forcing the reference's
+    ``sample/state_*`` of the previous step; every noise input is passed by name."""
+
+    class Recorder:  # a candidate whose state output is its input + 1
+        def __init__(self):
+            self.states, self.noises = [], []
+
+        def initial_state(self, batch_size):
+            return {"state_0": np.zeros((batch_size, 2), np.float32)}
+
+        def greedy(self, inputs):
+            return {"action": np.zeros(1, np.int32), "state_0": inputs["state_0"] + 1}
+
+        def sample(self, inputs, noise):
+            self.states.append(inputs["state_0"].copy())
+            self.noises.append(noise)
+            return {"action": np.zeros(1, np.int32), "state_0": inputs["state_0"] + 1}
+
+    steps = 4
+    reference_states = np.arange(steps * 2, dtype=np.float32).reshape(steps, 1, 2) * 10
+    trajectory = {"observation": np.zeros((steps, 1, 3), np.float32),
+                  "first": np.zeros((steps, 1), bool),
+                  "prev_action": np.zeros((steps, 1), np.int32),
+                  "prev_reward": np.zeros((steps, 1), np.float32),
+                  "noise": np.full((steps, 1, 2), 0.5, np.float32),
+                  "b_noise": np.full((steps, 1), 0.25, np.float32),
+                  "sample/state_0": reference_states}  # fmt: skip
+    own, forced = Recorder(), Recorder()
+    export_parity.replay(own, trajectory)
+    export_parity.replay(forced, trajectory, teacher_forcing=True)
+    np.testing.assert_array_equal(np.stack(own.states)[:, 0, 0], [0, 1, 2, 3])
+    np.testing.assert_array_equal(np.stack(forced.states[1:]), reference_states[:-1])
+    np.testing.assert_array_equal(forced.states[0], np.zeros((1, 2)))
+    assert set(forced.noises[0]) == {"noise", "b_noise"}
+    assert forced.noises[2]["b_noise"].tolist() == [0.25]
+
+
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_file_export_replaces_only_its_own_format(tmp_path, fmt):
     if not _installed(fmt):

@@ -212,3 +212,29 @@ def test_action_from_noise_is_the_draw_of_action(name):
             np.testing.assert_allclose(got["state"][i].numpy(), want["state"][i].numpy(), atol=1e-6)
         assert 0 < want["b"].numpy().mean() < 1
         state = want["state"]
+
+
+def test_taacl_taacq_state_dynamics_amplify_rounding():
+    """Why ``check_export`` replays TaacL / TaacQ files from the reference's states: a 1e-6
+    change of the actor's ``loc`` (a few float32 roundings) grows along linear and quadratic
+    trajectories carried by the candidate itself, not from the reference's states; a
+    constant trajectory does not amplify it."""
+    from tfagents_vtrace.agents.taac.portable import portable_module
+
+    ratios = {}
+    for name in CASES:
+        learner = _learner(name)
+        reference = export_parity.SavedModelRunner(portable_module(learner, BOX))  # in process
+        trajectory = export_parity.record(reference, ToyEnv(OBS, BOX), 300, max_episode_steps=100)
+        bias = learner.actor.head.bias  # read live by the modules: recorded before the change
+        bias.assign(bias + 1e-6)
+        candidate = export_parity.SavedModelRunner(portable_module(learner, BOX))
+        diff = {}
+        for forcing in (False, True):
+            replayed = export_parity.replay(candidate, trajectory, teacher_forcing=forcing)
+            report = export_parity.compare(trajectory, replayed)
+            diff[forcing] = report.max_abs_diff["sample/state_0"]
+        assert diff[True] <= ATOL, (name, diff)
+        ratios[name] = diff[False] / diff[True]
+    print(ratios)  # 1.2, 7.3, 6.8 with these weights
+    assert ratios["taac"] < 1.5 and ratios["taacl"] > 3 and ratios["taacq"] > 3, ratios

@@ -10,7 +10,9 @@ time, so that is what is compared):
    Each step's inputs, the noise, and the reference's ``greedy_action`` and sampled outputs
    are kept.
 2. :func:`replay`: the candidate is fed the same observations, ``first`` flags, previous
-   actions and rewards and noise, carrying its *own* recurrent state from step to step.
+   actions and rewards and noise, carrying its *own* recurrent state from step to step (or,
+   with ``teacher_forcing``, fed the reference's: for TaacL / TaacQ, whose trajectory
+   dynamics amplify float rounding).
 3. :func:`compare`: greedy and sampled actions must be identical (discrete) or within
    ``atol`` (continuous); logits / loc / scale / q, value, log_prob and every state tensor
    within ``atol`` (max abs difference, default 1e-5).
@@ -266,14 +268,23 @@ def record(
     return trajectory
 
 
-def replay(candidate, trajectory: dict) -> dict:
+def replay(candidate, trajectory: dict, teacher_forcing: bool = False) -> dict:
     """``candidate``'s ``greedy/<output>`` and ``sample/<output>`` on the recorded inputs and
-    noise, its own recurrent state carried from step to step (``[steps, ...]`` arrays)."""
+    noise, its own recurrent state carried from step to step (``[steps, ...]`` arrays).
+
+    With ``teacher_forcing`` the candidate's state at step t is instead the reference's
+    (``sample/state_*`` of step t - 1; both initial states at t = 0), so every step is
+    compared from the same inputs: the check for policies whose own state dynamics amplify
+    rounding (TaacL / TaacQ trajectories, see ``tfagents_vtrace.agents.taac.export``).
+    """
     steps, batch = trajectory["first"].shape[:2]
     state = candidate.initial_state(batch)
     noise_keys = [k for k in trajectory if is_noise_key(k)]
+    state_keys = [k for k in trajectory if k.startswith("sample/state_")]
     rec: dict[str, list] = {}
     for t in range(steps):
+        if teacher_forcing and t > 0:
+            state = {k[len("sample/") :]: trajectory[k][t - 1] for k in state_keys}
         inputs = {k: trajectory[k][t] for k in INPUTS}
         greedy = candidate.greedy({**inputs, **state})
         sample = candidate.sample({**inputs, **state}, {k: trajectory[k][t] for k in noise_keys})
@@ -296,6 +307,7 @@ class ParityReport:
       action_mismatches: ``{"greedy": n, "sample": n}`` steps whose actions differ (discrete:
         not equal; continuous: more than ``atol`` apart).
       failures: one line per failed check.
+      teacher_forcing: the candidate was fed the reference's state (:func:`replay`).
     """
 
     passed: bool
@@ -304,6 +316,7 @@ class ParityReport:
     max_abs_diff: dict
     action_mismatches: dict
     failures: list
+    teacher_forcing: bool = False
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -354,6 +367,7 @@ def check_parity(
     seed: int = 0,
     atol: float = DEFAULT_ATOL,
     max_episode_steps: int | None = None,
+    teacher_forcing: bool = False,
 ) -> ParityReport:
     """Records ``reference`` acting in ``env``, replays it through ``candidate``, compares.
 
@@ -365,10 +379,12 @@ def check_parity(
         so that it holds resets.
       seed: seeds the environment and the noise.
       atol: the tolerance of the float outputs (and of continuous actions).
+      teacher_forcing: replay from the reference's states (:func:`replay`).
     """
     if not isinstance(reference, SavedModelRunner):
         reference = SavedModelRunner(reference)
     if isinstance(candidate, str | os.PathLike):
         candidate = open_runner(candidate)
     trajectory = record(reference, env, steps, seed, max_episode_steps)
-    return compare(trajectory, replay(candidate, trajectory), atol)
+    report = compare(trajectory, replay(candidate, trajectory, teacher_forcing), atol)
+    return dataclasses.replace(report, teacher_forcing=teacher_forcing)

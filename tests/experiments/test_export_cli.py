@@ -181,3 +181,44 @@ def test_export_formats_with_check(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("error: --output: ")
     assert "--overwrite" in proc.stderr
+
+
+@pytest.mark.slow  # trains a tiny TAAC run, then three subprocesses importing TensorFlow
+def test_export_taac_formats_with_check(tmp_path):
+    """--format=tflite|onnx|saved_model --check on a tiny TaacQ run on Pendulum-v1: the
+    agent's export_run / check_export path; parity passes."""
+    pytest.importorskip("ai_edge_litert")
+    pytest.importorskip("tf2onnx")
+    pytest.importorskip("onnxruntime")
+    import json
+
+    from tfagents_vtrace.agents.taac import TaacConfig
+
+    logdir = str(tmp_path / "run")
+    cfg = TaacConfig(trajectory="quadratic", actor_hidden_sizes=(16,), critic_hidden_sizes=(16,),
+                     mini_batch_size=8, mini_batch_length=3, initial_collect_steps=100,
+                     train_interval=4, jit_compile=False)  # fmt: skip
+    run = RunConfig(env_id="Pendulum-v1", total_steps=300, num_envs=2, eval_episodes=1,
+                    log_every_s=0.01, export_policy=False)  # fmt: skip
+    final = train(run, get_agent("taac"), cfg, None, logdir)
+    assert final["updates"] > 0
+    for fmt, name in (("tflite", "p.tflite"), ("onnx", "p.onnx"), ("saved_model", "p")):
+        output = str(tmp_path / name)
+        cmd = [sys.executable, "-m", "experiments.export", f"--logdir={logdir}",
+               f"--output={output}", f"--format={fmt}", "--check", "--check_steps=150"]  # fmt: skip
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        lines = proc.stdout.strip().splitlines()
+        assert lines[-2] == output
+        report = json.loads(lines[-1])
+        assert report["passed"] and report["failures"] == [], report
+        assert report["steps"] == 150 and report["episodes"] >= 3
+        assert report["action_mismatches"] == {"greedy": 0, "sample": 0}
+        assert max(report["max_abs_diff"].values()) <= 1e-5
+        assert {"greedy/state_0", "sample/state_1", "sample/b", "greedy/p_b1"} <= set(
+            report["max_abs_diff"]
+        )
+        # TaacQ files are replayed from the reference's states (their dynamics amplify
+        # rounding; agents.taac.export.check_export); the SavedModel carries its own.
+        assert report["teacher_forcing"] == (fmt != "saved_model")
+        print(fmt, report["max_abs_diff"])  # the figures, with pytest -s

@@ -339,6 +339,17 @@ def check_export(logdir: str, path: str, *, fmt: str = "saved_model", steps: int
     a LiteRT or ONNX file against a SavedModel of the same weights whose ``greedy_action``
     has ``epsilon_greedy=0`` and episodes start from the zero trajectory, as the file's. The
     run's env is stepped ``steps`` times at batch size 1.
+
+    A TaacL / TaacQ file is replayed from the SavedModel's states (``teacher_forcing``):
+    their trajectories amplify float rounding. A new trajectory takes its derivatives from
+    ``x - a`` (inverse mode), so an error e in the carried action ``a`` becomes -e/2 in ``v``
+    (and -e/4 in ``u``), and following the trajectory turns it into -2e after one step and
+    -5e after two (TaacQ; -ke after k steps for TaacL); at the next switch the grown error
+    seeds the next trajectory. Two correct float32 implementations (TF against XNNPACK or
+    ONNX Runtime, ~1e-7 apart per step) thus drift past 1e-5 within a few trajectories of a
+    trained TaacQ policy that follows them for several steps, until the clip to [-1, 1]
+    absorbs the difference. From the same states every step agrees within 1e-5. A TAAC
+    (constant) file carries its own state.
     """
     import tempfile
 
@@ -357,6 +368,9 @@ def check_export(logdir: str, path: str, *, fmt: str = "saved_model", steps: int
                 learner, os.path.join(tmp, "reference"), space,
                 epsilon_greedy=0.0, randomize_first_state_tau=False,
             )  # fmt: skip
-            return check_parity(reference, open_runner(path), env, steps=steps)
+            forcing = learner.trajectory.order > 1  # TaacL / TaacQ: see the docstring
+            return check_parity(
+                reference, open_runner(path), env, steps=steps, teacher_forcing=forcing
+            )
     finally:
         env.close()
