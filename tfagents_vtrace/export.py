@@ -36,7 +36,9 @@ JSON: the network config, the spaces, ``policy_kind``, ``state_sizes``, ``noise_
 ``noise_size``.
 
 :func:`export_tflite` and :func:`export_onnx` write the same policy as one LiteRT or ONNX
-file (``tfagents_vtrace.export_litert``, ``tfagents_vtrace.export_onnx``).
+file (``tfagents_vtrace.export_litert``, ``tfagents_vtrace.export_onnx``). TAAC's policy is
+not an actor-critic network: ``tfagents_vtrace.agents.taac.export`` (SavedModel) and
+``tfagents_vtrace.agents.taac.portable`` (LiteRT, ONNX) write it.
 """
 
 from __future__ import annotations
