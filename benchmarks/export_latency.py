@@ -1,8 +1,9 @@
 """Export latency: batch-1 step of the SavedModel vs LiteRT vs ONNX Runtime, medians, ratios.
 
 One acting step at batch size 1, numpy in and numpy out, the recurrent state fed back each
-step, of an MLP policy (CartPole-sized: 4 observations, 2 actions, the default 64x64 torso)
-and an LSTM policy (64 torso + LSTM 128 with the previous action and reward): the same
+step, of an MLP policy (CartPole-sized: 4 observations, 2 actions, the default 64x64 torso),
+an LSTM policy (64 torso + LSTM 128 with the previous action and reward) and the IMPALA
+ResNet + LSTM 256 on 84x84x4 uint8 frames with 6 actions (the GPU Pong config's): the same
 computation in every runtime, the sampling step with explicit noise (the SavedModel's
 ``action_from_noise``, LiteRT's ``action``, the ONNX graph), through
 ``tfagents_vtrace.export_parity``'s runners. Runtimes are interleaved round by round so load
@@ -32,7 +33,15 @@ POLICIES = {
     "mlp": dict(),
     "lstm": dict(hidden_sizes=(64,), core="lstm", lstm_size=128, use_prev_action=True,
                  use_prev_reward=True),
+    # The IMPALA deep ResNet + LSTM on Atari frames (impala_atari_pong_resnet_lstm_gpu.cfg).
+    "resnet_lstm": dict(torso="impala_resnet", core="lstm", lstm_size=256,
+                        use_prev_action=True, use_prev_reward=True),
 }  # fmt: skip
+SPACES = {  # observation space, number of actions
+    "mlp": (gym.spaces.Box(-5.0, 5.0, (4,), np.float32), 2),
+    "lstm": (gym.spaces.Box(-5.0, 5.0, (4,), np.float32), 2),
+    "resnet_lstm": (gym.spaces.Box(0, 255, (84, 84, 4), np.uint8), 6),
+}
 
 
 def _runners(name: str, directory: str, threads: int) -> dict:
@@ -41,8 +50,8 @@ def _runners(name: str, directory: str, threads: int) -> dict:
     from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
     from tfagents_vtrace.networks import NetworkConfig, make_network
 
-    obs = gym.spaces.Box(-5.0, 5.0, (4,), np.float32)
-    net = make_network(NetworkConfig(**POLICIES[name]), obs, gym.spaces.Discrete(2))
+    obs, actions = SPACES[name]
+    net = make_network(NetworkConfig(**POLICIES[name]), obs, gym.spaces.Discrete(actions))
     path = os.path.join(directory, name)
     runners = {"saved_model": export_parity.SavedModelRunner(export_policy(net, path))}
     runners["litert"] = export_parity.LiteRTRunner(export_tflite(net, path + ".tflite"), threads)
@@ -51,16 +60,20 @@ def _runners(name: str, directory: str, threads: int) -> dict:
     return runners
 
 
-def _time_steps(runner, steps: int, rng: np.random.Generator) -> list[float]:
-    """Seconds per step of ``steps`` batch-1 steps, the state carried."""
+def _time_steps(runner, steps: int, rng: np.random.Generator, name: str = "mlp") -> list[float]:
+    """Seconds per step of ``steps`` batch-1 steps of policy ``name``, the state carried."""
+    space, actions = SPACES[name]
     state = runner.initial_state(1)
     inputs = {
         "first": np.array([True]),
         "prev_action": np.zeros(1, np.int32),
         "prev_reward": np.zeros(1, np.float32),
     }
-    observations = rng.normal(size=(steps, 1, 4)).astype(np.float32)
-    noise = rng.random((steps, 1, 2), dtype=np.float32)
+    if space.dtype == np.uint8:
+        observations = rng.integers(0, 256, size=(steps, 1, *space.shape), dtype=np.uint8)
+    else:
+        observations = rng.normal(size=(steps, 1, *space.shape)).astype(np.float32)
+    noise = rng.random((steps, 1, actions), dtype=np.float32)
     times = []
     for t in range(steps):
         start = time.perf_counter()
@@ -91,21 +104,21 @@ def main() -> None:
             runners = _runners(name, directory, args.threads)
             samples = {k: [] for k in runners}
             for runner in runners.values():  # warm-up (tracing, allocation)
-                _time_steps(runner, 20, rng)
+                _time_steps(runner, 20, rng, name)
             for _ in range(args.rounds):
                 for k, runner in runners.items():
-                    samples[k] += _time_steps(runner, args.steps, rng)
+                    samples[k] += _time_steps(runner, args.steps, rng, name)
             medians = {k: statistics.median(v) for k, v in samples.items()}
             results[name] = {
                 k: {"median_us": round(m * 1e6, 1),
                     "ratio_to_saved_model": round(m / medians["saved_model"], 3)}
                 for k, m in medians.items()
             }  # fmt: skip
-    print(f"{'policy':8s} {'runtime':12s} {'median us':>10s} {'vs SavedModel':>14s}")
+    print(f"{'policy':11s} {'runtime':12s} {'median us':>10s} {'vs SavedModel':>14s}")
     for name, rows in results.items():
         for runtime, row in rows.items():
             ratio = row["ratio_to_saved_model"]
-            print(f"{name:8s} {runtime:12s} {row['median_us']:10.1f} {ratio:13.3f}x")
+            print(f"{name:11s} {runtime:12s} {row['median_us']:10.1f} {ratio:13.3f}x")
     print(json.dumps({"batch_size": 1, "threads": args.threads, "rounds": args.rounds,
                       "steps": args.steps, "results": results}))  # fmt: skip
 
