@@ -155,7 +155,7 @@ def check_flags(
     return output
 
 
-def parity_check(network, path: str, fmt: str, env_id: str, steps: int):
+def parity_check(network, path: str, fmt: str, env_id: str, steps: int, env_kwargs=None):
     """The ``--check`` report of artefact ``path`` (see the module docstring)."""
     import tempfile
 
@@ -163,7 +163,7 @@ def parity_check(network, path: str, fmt: str, env_id: str, steps: int):
     from tfagents_vtrace.export import PolicyModule, export_policy
     from tfagents_vtrace.export_parity import SavedModelRunner, check_parity, open_runner
 
-    env = make_env(env_id)
+    env = make_env(env_id, **(env_kwargs or {}))
     try:
         if fmt == "saved_model":  # the written SavedModel against the restored network
             return check_parity(path, SavedModelRunner(PolicyModule(network)), env, steps=steps)
@@ -184,11 +184,12 @@ def main(argv) -> None:
     from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
     from tfagents_vtrace.runtime.checkpointing import restore_network
-    from tfagents_vtrace.runtime.config_io import read_config, read_env_id
+    from tfagents_vtrace.runtime.config_io import read_config, read_env_id, read_env_kwargs
 
     with flag_error_from("logdir", ValueError):  # config.json is data: a registered env id
         config = read_config(FLAGS.logdir)
         env_id = read_env_id(config, FLAGS.logdir)
+        env_kwargs = read_env_kwargs(config, env_id)
         agent_name = config.get("agent", "impala")
         agent = get_agent(agent_name)
     if hasattr(agent, "export_run"):  # agents whose policy is not the actor-critic network
@@ -207,7 +208,7 @@ def main(argv) -> None:
     path = write(network, output, overwrite=FLAGS.overwrite)
     print(path, flush=True)
     if FLAGS.check:
-        _report(parity_check(network, path, fmt, env_id, FLAGS.check_steps))
+        _report(parity_check(network, path, fmt, env_id, FLAGS.check_steps, env_kwargs))
 
 
 def _report(report) -> None:

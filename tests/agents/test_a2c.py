@@ -1,6 +1,7 @@
 """A2C: config validation, the loss against a numpy reference, entropy annealing, strategies,
 the registry hook and a short smoke train through the runtime."""
 
+import dataclasses
 import json
 import os
 
@@ -71,7 +72,10 @@ def test_loss_matches_numpy_reference(rng, lam):
     inputs = NetInputs(*(batch[k] for k in ("observation", "first", "prev_action", "prev_reward")))
     out = net.unroll(inputs, ())
     values, logits = out.value.numpy(), out.policy["logits"].numpy()[:-1]
-    config = A2CConfig(discount=GAMMA, gae_lambda=lam, baseline_cost=0.7)
+    config = A2CConfig(
+        discount=GAMMA, gae_lambda=lam, baseline_cost=0.7, value_target="lambda",
+        loss_reduction="mean",
+    )  # fmt: skip
     t, b = batch["reward"].shape
     loss, metrics = a2c_loss(net, config, batch, 0.3, 1.0 / (t * b))
     expected, ret, pg, bl, h = _numpy_loss(batch, values, logits, lam, 0.7, 0.3)
@@ -87,6 +91,61 @@ def test_loss_matches_numpy_reference(rng, lam):
         np.testing.assert_allclose(ret[3, 1], r[3, 1], rtol=1e-5)  # terminated: no bootstrap
         np.testing.assert_allclose(ret[1, 1], r[1, 1] + GAMMA * (r[2, 1] + GAMMA * r[3, 1]),
                                    rtol=1e-5)  # fmt: skip
+
+
+def _fork_discount(x, gamma):
+    """The fork's ``discount``: ``y_i = sum_{k>=i} gamma^(k-i) x_k`` (its lfilter, as a loop)."""
+    y, acc = np.zeros(len(x)), 0.0
+    for i in reversed(range(len(x))):
+        acc = x[i] + gamma * acc
+        y[i] = acc
+    return y
+
+
+def _fork_loss(batch, values, logits, lam, beta_v, beta_e):
+    """The A3C meta-RL fork's loss (``a3c_meta_rl.txt``: ``process_rollout`` and the A3C
+    graph), one rollout per env: no episode boundary inside, ``r = 0`` after a terminal."""
+    t, b = batch["reward"].shape
+    z = logits - logits.max(-1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    total = 0.0
+    for e in range(b):
+        terminal = bool(batch["terminated"][:, e].any())
+        r = 0.0 if terminal else values[t, e]
+        rewards = batch["reward"][:, e].astype(np.float64)
+        v_pred = np.append(values[:t, e], r)
+        batch_return = _fork_discount(np.append(rewards, r), GAMMA)[:-1]
+        delta = rewards + GAMMA * v_pred[1:] - v_pred[:-1]
+        batch_adv = _fork_discount(delta, GAMMA * lam)
+        ac = np.eye(ACT.n)[batch["action"][:, e]]
+        pi_loss = -np.sum(np.sum(log_p[:, e] * ac, 1) * batch_adv)
+        vf_loss = beta_v * np.sum(np.square(values[:t, e] - batch_return))
+        entropy = -np.sum(np.exp(log_p[:, e]) * log_p[:, e])
+        total += pi_loss + 0.05 * vf_loss - beta_e * entropy
+    return total
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.8])
+def test_reference_defaults_match_the_a3c_meta_rl_fork_loss(rng, lam):
+    """Defaults value_target="nstep" and loss_reduction="sum", with baseline_cost = 0.1 *
+    BETA_V, give the fork's loss (summed over the rollouts of the batch's envs)."""
+    batch = _batch(rng, terminate=[(1, 5)])  # env 1's rollout ends in a terminal
+    net = _network()
+    inputs = NetInputs(*(batch[k] for k in ("observation", "first", "prev_action", "prev_reward")))
+    out = net.unroll(inputs, ())
+    values, logits = out.value.numpy(), out.policy["logits"].numpy()[:-1]
+    beta_v, beta_e = 0.05, 0.3
+    config = A2CConfig(discount=GAMMA, gae_lambda=lam, baseline_cost=0.1 * beta_v)
+    assert (config.value_target, config.loss_reduction) == ("nstep", "sum")
+    t, b = batch["reward"].shape
+    loss, metrics = a2c_loss(net, config, batch, beta_e, 1.0 / (t * b))
+    expected = _fork_loss(batch, values, logits, lam, beta_v, beta_e)
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(float(metrics["loss"]), expected / (t * b), rtol=1e-5, atol=1e-6)
+    if lam < 1.0:  # the TD(lambda) target differs from the fork's n-step target
+        lam_config = dataclasses.replace(config, value_target="lambda")
+        lam_loss, _ = a2c_loss(net, lam_config, batch, beta_e, 1.0 / (t * b))
+        assert abs(float(lam_loss) - expected) > 1e-4
 
 
 def test_on_policy_batch_has_zero_log_rho_and_gradients_reach_every_weight(rng):

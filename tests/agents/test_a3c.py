@@ -56,6 +56,54 @@ def test_no_update_is_lost_under_concurrency():
     assert sorted(shared.order) == sorted(list(range(n)) * k)
 
 
+def _numpy_adam(lr=0.1, b1=0.9, b2=0.999, eps=1e-7):
+    """Adam (Kingma & Ba, Algorithm 1, with epsilon added to sqrt(v_hat) as Keras and the
+    fork's tf.train.AdamOptimizer do): ``step(theta, g)`` returns the new theta."""
+    state = {"m": 0.0, "v": 0.0, "t": 0}
+
+    def step(theta, g):
+        state["t"] += 1
+        state["m"] = b1 * state["m"] + (1 - b1) * g
+        state["v"] = b2 * state["v"] + (1 - b2) * g * g
+        m_hat = state["m"] / (1 - b1 ** state["t"])
+        v_hat = state["v"] / (1 - b2 ** state["t"])
+        return theta - lr * m_hat / (np.sqrt(v_hat) + eps)
+
+    return step
+
+
+@pytest.mark.parametrize("shared_state", [False, True])
+def test_worker_optimizers_keep_their_own_adam_statistics(shared_state):
+    """The fork gives each worker its own Adam over the global weights (default); with
+    ``shared_optimizer=True`` one Adam sees every worker's gradients."""
+    var = tf.Variable([0.5, -2.0], dtype=tf.float64)
+    config = A3CConfig(num_workers=2, optimizer="adam", learning_rate=0.1, adam_epsilon=1e-7,
+                       shared_optimizer=shared_state)  # fmt: skip
+    from tfagents_vtrace.agents import optimization
+
+    make = lambda: optimization.optimizer_from_config(config, None)  # noqa: E731
+    own = {} if shared_state else {0: make(), 1: make()}
+    shared = SharedOptimizer([var], make(), caller_optimizers=own)
+    updates = [(0, [1.0, -0.5]), (1, [-3.0, 0.25]), (0, [0.5, 0.5]), (0, [2.0, -1.0]),
+               (1, [1.0, 1.0])]  # fmt: skip
+    steps = {0: _numpy_adam(), 1: _numpy_adam()} if not shared_state else None
+    one = _numpy_adam()
+    theta = np.array([0.5, -2.0])
+    for caller, g in updates:
+        shared.apply([tf.constant(g, tf.float64)], num_steps=1, caller=caller)
+        theta = (steps[caller] if steps else one)(theta, np.array(g))
+        np.testing.assert_allclose(var.numpy(), theta, rtol=1e-4, atol=1e-6)  # float32 betas
+
+
+def test_a3c_config_defaults_follow_the_meta_rl_fork():
+    config = A3CConfig()
+    assert not config.shared_optimizer
+    assert (config.value_target, config.loss_reduction) == ("nstep", "sum")
+    assert NetworkConfig().time_step_scale == 1.0  # the fork feeds the raw step
+    with pytest.raises(ValueError, match="shared_optimizer"):
+        A3CConfig(shared_optimizer="yes")
+
+
 def test_workers_interleave_and_global_step_is_the_sum_of_worker_steps(tmp_path):
     import tfagents_vtrace.envs  # noqa: F401
 

@@ -57,13 +57,13 @@ def _channels_last_space(space: spaces.Box) -> spaces.Box:
     return spaces.Box(low=0, high=255, shape=(h, w, s), dtype=np.uint8)
 
 
-def _preprocess(env: gym.Env) -> gym.Env:
+def _preprocess(env: gym.Env, screen_size: int = SCREEN_SIZE) -> gym.Env:
     """AtariPreprocessing + 4-frame stack + channels last, on an env with ``frameskip=1``."""
     env = gym.wrappers.AtariPreprocessing(
         env,
         noop_max=NOOP_MAX,
         frame_skip=FRAME_SKIP,
-        screen_size=SCREEN_SIZE,
+        screen_size=screen_size,
         terminal_on_life_loss=False,
         grayscale_obs=True,
         scale_obs=False,
@@ -76,16 +76,20 @@ def _preprocess(env: gym.Env) -> gym.Env:
     )
 
 
-def make_atari_env(env_id: str, **env_kwargs: Any) -> gym.Env:
-    """One preprocessed Atari env: observations uint8 ``[84, 84, 4]``, unclipped rewards."""
+def make_atari_env(env_id: str, screen_size: int = SCREEN_SIZE, **env_kwargs: Any) -> gym.Env:
+    """One preprocessed Atari env: observations uint8 ``[S, S, 4]`` (``S = screen_size``,
+    84 by default; 42 is the A3C meta-RL fork's), unclipped rewards."""
     _register_ale()
     _require("cv2", "atari", "Atari preprocessing (AtariPreprocessing)")
     env_kwargs = {**env_kwargs, "frameskip": 1}
-    return _preprocess(gym.make(env_id, **env_kwargs))
+    return _preprocess(gym.make(env_id, **env_kwargs), screen_size)
 
 
-def make_atari_vector_env(env_id: str, num_envs: int, mode: str, **env_kwargs: Any) -> VectorEnv:
-    """``num_envs`` preprocessed Atari envs, uint8 ``[B, 84, 84, 4]``, NEXT_STEP autoreset.
+def make_atari_vector_env(
+    env_id: str, num_envs: int, mode: str, screen_size: int = SCREEN_SIZE, **env_kwargs: Any
+) -> VectorEnv:
+    """``num_envs`` preprocessed Atari envs, uint8 ``[B, S, S, 4]`` (``S = screen_size``),
+    NEXT_STEP autoreset.
 
     ``mode="auto"`` uses ALE's ``AtariVectorEnv`` (C++ threads); ``"sync"`` / ``"async"``
     wrap single envs as :func:`make_atari_env` does.
@@ -98,8 +102,8 @@ def make_atari_vector_env(env_id: str, num_envs: int, mode: str, **env_kwargs: A
             vectorization_mode="vector_entry_point",
             frameskip=FRAME_SKIP,
             stack_num=FRAME_STACK,
-            img_height=SCREEN_SIZE,
-            img_width=SCREEN_SIZE,
+            img_height=screen_size,
+            img_width=screen_size,
             grayscale=True,
             maxpool=True,
             noop_max=NOOP_MAX,
@@ -124,7 +128,7 @@ def make_atari_vector_env(env_id: str, num_envs: int, mode: str, **env_kwargs: A
         num_envs=num_envs,
         vectorization_mode=mode,
         vector_kwargs={"autoreset_mode": AutoresetMode.NEXT_STEP},
-        wrappers=[_preprocess],
+        wrappers=[lambda env: _preprocess(env, screen_size)],
         frameskip=1,
         **env_kwargs,
     )

@@ -113,6 +113,31 @@ def make_env(env_id: str, seed: int | None = None, **env_kwargs: Any) -> gym.Env
     return env
 
 
+def run_env_kwargs(env_id: str, num_trials: int | None, screen_size: int | None) -> dict:
+    """The constructor arguments a run's settings give ``env_id``'s environments.
+
+    ``num_trials`` (pulls per episode) applies to the bandit ids only, ``screen_size`` (frame
+    side in pixels) to ``ALE/*`` ids only; None leaves the environment's default. Raises
+    ValueError naming the setting when it is set for another environment or is not a
+    positive int.
+    """
+    from tfagents_vtrace.envs import BANDIT_IDS
+
+    kwargs = {}
+    for name, value, applies, which in (
+        ("num_trials", num_trials, env_id in BANDIT_IDS, f"the bandit ids {list(BANDIT_IDS)}"),
+        ("screen_size", screen_size, _family(env_id) == "atari", "Atari ids (ALE/*)"),
+    ):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: expected None or a positive int, received {value!r}")
+        if not applies:
+            raise ValueError(f"{name}: only {which} take it; env_id is {env_id!r}")
+        kwargs[name] = value
+    return kwargs
+
+
 def _check_vector_args(num_envs: int, mode: str) -> None:
     """Raises ValueError for a bad ``num_envs`` or ``mode``."""
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:

@@ -149,6 +149,8 @@ class ActorCriticNetwork(keras.Model):
             return torsos.NatureCNN(config.cnn_dense_size or 512, input_scale=scale)
         if config.torso == "small_atari_cnn":
             return torsos.SmallAtariCNN(config.cnn_dense_size, input_scale=scale)
+        if config.torso == "universe_cnn":
+            return torsos.UniverseCNN(config.cnn_dense_size, input_scale=scale)
         if config.torso == "minatar_cnn":
             return torsos.MinAtarCNN(dense_size=config.cnn_dense_size or 128, input_scale=scale)
         return torsos.ImpalaResNet(dense_size=config.cnn_dense_size or 256, input_scale=scale)

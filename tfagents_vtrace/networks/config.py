@@ -17,7 +17,7 @@ import dataclasses
 from tfagents_vtrace.validation import check_choice as _check_choice
 from tfagents_vtrace.validation import check_positive as _check_positive
 
-TORSOS = ("mlp", "nature_cnn", "small_atari_cnn", "minatar_cnn", "impala_resnet")
+TORSOS = ("mlp", "nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet")
 CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
 GAUSSIAN_STDS = ("state", "global")
@@ -33,7 +33,9 @@ class NetworkConfig:
 
     # Torso: "mlp" (dense layers on the flattened observation), "nature_cnn" (3 convs + dense
     # `cnn_dense_size` or 512), "small_atari_cnn" (DQN 2013 / A3C: conv 16x8x8/4, 32x4x4/2,
-    # dense `cnn_dense_size` or 256; a third of the Nature CNN's work), "minatar_cnn" (conv
+    # dense `cnn_dense_size` or 256; a third of the Nature CNN's work), "universe_cnn" (the
+    # A3C meta-RL fork's: 4 x conv 32x3x3/2 "same" ELU, flattened, no dense unless
+    # `cnn_dense_size`; for 42x42 frames, `--screen_size=42`), "minatar_cnn" (conv
     # 16x3x3/1 + dense `cnn_dense_size` or 128, the MinAtar paper's), "impala_resnet" (3
     # stages 16/32/32 of conv + max-pool + 2 residual blocks, then dense `cnn_dense_size` or
     # 256). uint8 images (values up to 255) are scaled to [0, 1] inside every torso, 0/1
@@ -61,8 +63,9 @@ class NetworkConfig:
     # Concatenate the time step within the episode (counted in the recurrent state, reset
     # where `first`) to the core input; requires core="lstm".
     use_time_step: bool = False
-    # The time-step input is `t * time_step_scale` (keeps the input O(1) on long episodes).
-    time_step_scale: float = 0.01
+    # The time-step input is `t * time_step_scale`. 1.0 feeds the raw step, as the A3C
+    # meta-RL fork does; 0.01 keeps the input O(1) on long episodes (the bandit flagfiles).
+    time_step_scale: float = 1.0
     # Policy head: "categorical" (Discrete actions), "gaussian" (diagonal Normal),
     # "tanh_gaussian" (Normal squashed by tanh into the Box bounds) or "auto" (categorical
     # for Discrete, gaussian for Box).

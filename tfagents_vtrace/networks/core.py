@@ -45,9 +45,7 @@ class LSTMCore(keras.layers.Layer):
       time_step_scale: scale of the time-step input.
     """
 
-    def __init__(
-        self, units: int, use_time_step: bool = False, time_step_scale: float = 0.01, **kw
-    ):
+    def __init__(self, units: int, use_time_step: bool = False, time_step_scale: float = 1.0, **kw):
         super().__init__(**kw)
         self.units = int(units)
         self.use_time_step = bool(use_time_step)

@@ -115,10 +115,13 @@ class MLPTorso(keras.layers.Layer):
 
 class ConvTorso(keras.layers.Layer):
     """Valid-padded relu convolutions, flatten, one relu dense layer: ``[N, H, W, C]`` ->
-    ``[N, dense_size]``. ``convs``: ``(filters, kernel, stride)`` per layer."""
+    ``[N, dense_size]``. ``convs``: ``(filters, kernel, stride)`` per layer. A subclass with
+    ``DENSE_SIZE = None`` ends at the flattened features unless ``dense_size`` is given."""
 
     CONVS: tuple[tuple[int, int, int], ...] = ()
-    DENSE_SIZE = 256
+    DENSE_SIZE: int | None = 256
+    PADDING = "valid"
+    ACTIVATION = "relu"
 
     def __init__(
         self,
@@ -130,12 +133,15 @@ class ConvTorso(keras.layers.Layer):
         super().__init__(**kw)
         self.input_scale = input_scale
         self.convs = [
-            keras.layers.Conv2D(filters, kernel, strides=stride, activation="relu")
+            keras.layers.Conv2D(
+                filters, kernel, strides=stride, padding=self.PADDING, activation=self.ACTIVATION
+            )
             for filters, kernel, stride in (convs or self.CONVS)
         ]
         track_layers(self, "conv", self.convs)
         self.flatten = keras.layers.Flatten()
-        self.dense = keras.layers.Dense(dense_size or self.DENSE_SIZE, activation="relu")
+        size = dense_size or self.DENSE_SIZE
+        self.dense = None if size is None else keras.layers.Dense(size, activation="relu")
 
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call
@@ -144,7 +150,8 @@ class ConvTorso(keras.layers.Layer):
         x = preprocess_observation(x, input_scale=self.input_scale)
         for conv in self.convs:
             x = conv(x)
-        return self.dense(self.flatten(x))
+        x = self.flatten(x)
+        return x if self.dense is None else self.dense(x)
 
 
 class NatureCNN(ConvTorso):
@@ -162,6 +169,19 @@ class SmallAtariCNN(ConvTorso):
 
     CONVS = ((16, 8, 4), (32, 4, 2))
     DENSE_SIZE = 256
+
+
+class UniverseCNN(ConvTorso):
+    """The A3C meta-RL fork's Atari torso (``a3c_meta_rl.txt``: ``LSTMPolicy``, from
+    OpenAI's universe-starter-agent): four conv 32x3x3 stride 2, "same" padding, ELU, then
+    flatten (no dense layer; the fork feeds the 288 features of a 42x42 frame, 42 -> 21 ->
+    11 -> 6 -> 3, straight to its LSTM(256)). ``cnn_dense_size`` adds a relu dense layer.
+    Train it on 42x42 frames with ``--screen_size=42``."""
+
+    CONVS = ((32, 3, 2),) * 4
+    DENSE_SIZE = None
+    PADDING = "same"
+    ACTIVATION = "elu"
 
 
 class MinAtarCNN(ConvTorso):

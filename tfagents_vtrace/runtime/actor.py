@@ -73,6 +73,8 @@ class ActorSpec:
     """``make_vector_env`` mode."""
     policy_impl: str = "auto"
     """"auto" | "tf" | "numpy" (see :mod:`tfagents_vtrace.runtime.policies`)."""
+    env_kwargs: dict = dataclasses.field(default_factory=dict)
+    """Environment constructor arguments (``RunConfig.env_kwargs``)."""
 
 
 def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
@@ -81,17 +83,19 @@ def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
     def factory(seed: int):
         from tfagents_vtrace.envs import make_vector_env
 
-        return make_vector_env(spec.env_id, spec.num_envs, seed, mode=spec.env_mode)
+        return make_vector_env(
+            spec.env_id, spec.num_envs, seed, mode=spec.env_mode, **spec.env_kwargs
+        )
 
     return factory
 
 
-def build_network(network_config, env_id: str):
+def build_network(network_config, env_id: str, env_kwargs: dict | None = None):
     """The network for ``env_id``'s spaces (one throwaway env is made to read them)."""
     from tfagents_vtrace.envs import make_env
     from tfagents_vtrace.networks import make_network
 
-    env = make_env(env_id)
+    env = make_env(env_id, **(env_kwargs or {}))
     try:
         return make_network(network_config, env.observation_space, env.action_space)
     finally:
@@ -117,7 +121,7 @@ class Actor:
         self.actor_id = int(actor_id)
         self._env_factory = env_factory or default_env_factory(spec)
         if network is None:
-            network = build_network(spec.network_config, spec.env_id)
+            network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
         # A replacement (a new Ray actor process) continues its predecessor's restart count,
         # so its environments and action sampling draw new seeds, not the predecessor's.
         self.env_restarts = int(env_restarts)

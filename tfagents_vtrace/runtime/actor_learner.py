@@ -35,7 +35,7 @@ class ActorLearner(NetworkAgent):
             ray_backend.check_run_config(run)
         self.run_config, self.network_config, self.env_factory = run, network_config, env_factory
         self.seed_offset = strategy_lib.worker_role(strategy).seed_offset
-        net_factory = lambda: build_network(network_config, run.env_id)
+        net_factory = lambda: build_network(network_config, run.env_id, run.env_kwargs)
         updates = math.ceil(run.total_steps / run.steps_per_update)
         self.learner = agent.Learner(agent_config, net_factory, strategy, updates, seed=run.seed)
         self.replay = UnrollReplay(
@@ -54,7 +54,7 @@ class ActorLearner(NetworkAgent):
         spec = ActorSpec(
             run.env_id, self.network_config, run.num_envs, run.unroll_length,
             seed=run.seed + 7919 * counters.updates + self.seed_offset,
-            env_mode=run.env_mode, policy_impl=run.policy_impl,
+            env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,
         )  # fmt: skip
         self.source = unroll_source(
             run, spec, self.acting_network, self.env_factory, start=counters.updates

@@ -8,7 +8,7 @@ import glob
 import os
 import time
 
-from tfagents_vtrace.runtime.config_io import read_config, read_env_id
+from tfagents_vtrace.runtime.config_io import read_config, read_env_id, read_env_kwargs
 
 
 class Checkpointer:
@@ -88,7 +88,9 @@ def restore_network(logdir: str):
 
     config = read_config(logdir)
     env_id = read_env_id(config, logdir)
-    network = build_network(NetworkConfig.from_dict(config["network_config"]), env_id)
+    network = build_network(
+        NetworkConfig.from_dict(config["network_config"]), env_id, read_env_kwargs(config, env_id)
+    )
     latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
     if latest is None:
         raise ValueError(f"logdir: no checkpoint in {os.path.join(logdir, 'checkpoints')!r}")

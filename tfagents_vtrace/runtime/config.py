@@ -17,6 +17,12 @@ class RunConfig:
 
     env_id: str = "CartPole-v1"
     """gymnasium id of the training and evaluation environments."""
+    num_trials: int | None = None
+    """Bandit environments only: pulls per episode (one bandit problem); None keeps the
+    environment's 100 (Wang et al. 2016)."""
+    screen_size: int | None = None
+    """Atari (ALE/*) only: side of the square greyscale frames; None keeps 84 (42 is the
+    A3C meta-RL fork's, for ``--torso=universe_cnn``)."""
     seed: int = 0
     """Seeds environments, action sampling and network initialisation."""
     total_steps: int = 1_000_000
@@ -76,6 +82,9 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
             raise ValueError(f"env_id: expected a non-empty str, received {self.env_id!r}")
+        from tfagents_vtrace.envs.factory import run_env_kwargs
+
+        run_env_kwargs(self.env_id, self.num_trials, self.screen_size)  # ValueError if misused
         check_int("seed", self.seed, 0)
         check_int("total_steps", self.total_steps, 1)
         check_int("num_actors", self.num_actors, 0)
@@ -120,6 +129,14 @@ class RunConfig:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and value > 0):
                 raise ValueError(f"{name}: expected a number > 0, received {value!r}")
+
+    @property
+    def env_kwargs(self) -> dict:
+        """Constructor arguments of this run's environments (``num_trials``, ``screen_size``
+        when set)."""
+        from tfagents_vtrace.envs.factory import run_env_kwargs
+
+        return run_env_kwargs(self.env_id, self.num_trials, self.screen_size)
 
     @property
     def row_every_steps(self) -> int:

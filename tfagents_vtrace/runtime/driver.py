@@ -104,7 +104,8 @@ class NetworkAgent:
 
         if self.run_config.policy_impl != "tf" and NumpyMLPPolicy.supports(self.learner.network):
             return self.learner.network
-        return build_network(self.network_config, self.run_config.env_id)
+        run = self.run_config
+        return build_network(self.network_config, run.env_id, run.env_kwargs)
 
     def get_weights(self) -> list:
         return self.learner.get_weights()

@@ -122,5 +122,7 @@ def make_evaluator(run, policy, env_factory=None) -> Evaluator:
     if env_factory is None:
         from tfagents_vtrace.envs import make_vector_env
 
-        env_factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode="auto")  # noqa: E731
+        env_factory = lambda n, seed: make_vector_env(  # noqa: E731
+            run.env_id, n, seed, mode="auto", **run.env_kwargs
+        )
     return Evaluator(env_factory, policy, run.eval_episodes, seed=10_000 + run.seed)

@@ -17,6 +17,9 @@ import math
 from tfagents_vtrace.agents.learner_config import LearnerConfig, check_choice, check_number
 from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
 
+VALUE_TARGETS = ("nstep", "lambda")
+LOSS_REDUCTIONS = ("sum", "mean")
+
 
 @dataclasses.dataclass(frozen=True)
 class A2CConfig(LearnerConfig):
@@ -29,8 +32,19 @@ class A2CConfig(LearnerConfig):
     gae_lambda: float = 1.0
     """lambda in [0, 1] of GAE; 1.0 gives the n-step returns of A3C (bootstrapped at the end
     of the unroll), 0.95 is the usual GAE setting."""
+    value_target: str = "nstep"
+    """The return R the value head regresses onto: "nstep" (the A3C meta-RL fork's: the
+    discounted n-step return to the end of the unroll, bootstrapped there, whatever
+    ``gae_lambda``) or "lambda" (the TD(lambda) return ``A + V`` of the GAE advantages);
+    they are equal when ``gae_lambda`` is 1."""
+    loss_reduction: str = "sum"
+    """How the per-step losses are reduced over the ``[T, B]`` unroll: "sum" (the A3C
+    meta-RL fork's, and Mnih et al.'s accumulated gradients) or "mean" (OpenAI Baselines'
+    A2C). With "sum" the gradient grows with ``T * num_envs``, which matters for
+    ``max_grad_norm``, RMSProp/Adam epsilon and SGD learning rates."""
     baseline_cost: float = 0.5
-    """beta_v, weight of the value loss ``0.5 * (R - V)^2`` (>= 0)."""
+    """beta_v, weight of the value loss ``0.5 * (R - V)^2`` (>= 0). The A3C meta-RL fork's
+    value term ``0.05 * BETA_V * (R - V)^2`` is ``baseline_cost = 0.1 * BETA_V``."""
     entropy_start: float = 0.01
     """Entropy-bonus weight at the first update (>= 0)."""
     entropy_end: float = 0.01
@@ -43,6 +57,8 @@ class A2CConfig(LearnerConfig):
         check_number("discount", self.discount, 0.0, 1.0, True, False)
         check_number("gae_lambda", self.gae_lambda, 0.0, 1.0, False, False)
         check_choice("reward_clipping", self.reward_clipping, REWARD_CLIPPING)
+        check_choice("value_target", self.value_target, VALUE_TARGETS)
+        check_choice("loss_reduction", self.loss_reduction, LOSS_REDUCTIONS)
         self.check_learner_fields()
         for name in ("baseline_cost", "entropy_start", "entropy_end"):
             check_number(name, getattr(self, name), 0.0, math.inf, False, True)

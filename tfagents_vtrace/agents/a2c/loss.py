@@ -14,15 +14,29 @@ values over the T+1 observations and ``m_t = 1 - reset_t``:
     r'_t = clip(r_t) + gamma * truncated_t * sg(V(x_{t+1}))      (time-limit bootstrap)
     d_t  = gamma * (1 - terminated_t) * (1 - truncated_t) * m_t
     delta_t = r'_t + d_t * V(x_{t+1}) - V(x_t)
-    A_t = delta_t + d_t * lambda * A_{t+1},   A_T = 0;   R_t = A_t + V(x_t)   (all sg)
-    L = mean_{t,b} m_t * [ -A_t log pi(a_t|x_t) + beta_v * 0.5 * (R_t - V(x_t))^2
-                           - beta_e * H(pi(.|x_t)) ]
+    A_t = delta_t + d_t * lambda * A_{t+1},   A_T = 0                        (all sg)
+    R_t = r'_t + d_t R_{t+1},  R_T = V(x_T)     (value_target="nstep", the default)
+    R_t = A_t + V(x_t)                          (value_target="lambda": the TD(lambda) return)
+    L = sum_{t,b} m_t * [ -A_t log pi(a_t|x_t) + beta_v * 0.5 * (R_t - V(x_t))^2
+                          - beta_e * H(pi(.|x_t)) ]        (loss_reduction="sum", the default)
 
-With ``lambda = 1`` the returns are A3C's n-step returns ``R_t = r'_t + d_t R_{t+1}``,
-``R_T = V(x_T)``. Gradients reach the network through ``log pi``, ``V(x_t)`` (t < T) and the
-entropy; ``A``, ``R`` and the bootstrap values are stop-gradient. The policy is the one that
-acted (A2C/A3C are on-policy): the metric ``mean_abs_log_rho`` measures how far the batch's
-behaviour policy is from the network's (0 when the data is on-policy).
+or ``mean_{t,b}`` of the same terms (``loss_reduction="mean"``). With ``lambda = 1`` both
+value targets are A3C's n-step returns.
+
+The reference for the defaults is the A3C meta-RL fork (``a3c_meta_rl.txt`` beside
+DESIGN.md): its ``process_rollout`` regresses V onto ``discount(rewards + [r], gamma)``, the
+n-step return, and weights the advantages of ``discount(delta, gamma * lambda)``; its loss
+is ``pi_loss + 0.05 * vf_loss - beta_e * entropy`` with sums over the rollout and
+``vf_loss = BETA_V * sum (V - R)^2``, i.e. ``baseline_cost = 0.1 * BETA_V`` here (the fork's
+config has ``BETA_V = 0.05``; ``baseline_cost = 0.005``). ``value_target="lambda"`` and
+``loss_reduction="mean"`` are kept as options: the shipped CartPole flagfiles were tuned with
+them (``a2c_cartpole.cfg``, ``a3c_cartpole.cfg``, the bandit flagfiles pin them). Metrics
+are per-step means whatever the reduction.
+
+Gradients reach the network through ``log pi``, ``V(x_t)`` (t < T) and the entropy; ``A``,
+``R`` and the bootstrap values are stop-gradient. The policy is the one that acted (A2C/A3C
+are on-policy): the metric ``mean_abs_log_rho`` measures how far the batch's behaviour
+policy is from the network's (0 when the data is on-policy).
 """
 
 from __future__ import annotations
@@ -69,7 +83,8 @@ def a2c_loss(
     entropy_coef: tf.Tensor | float,
     scale: tf.Tensor | float,
 ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-    """The loss of the module docstring, summed over ``[T, B]`` and multiplied by ``scale``.
+    """The loss of the module docstring: with ``loss_reduction="mean"`` summed over
+    ``[T, B]`` and multiplied by ``scale``, with "sum" summed over ``[T, B]`` only.
 
     Args:
       network: an ``ActorCriticNetwork`` (``unroll`` over ``[T+1, B]``).
@@ -80,7 +95,7 @@ def a2c_loss(
       scale: ``1 / (T * global_B)`` so replica losses sum to the global-batch mean.
 
     Returns:
-      ``(loss, metrics)``; the loss-like metrics are scaled like the loss.
+      ``(loss, metrics)``; the metrics are sums times ``scale`` (per-step means).
     """
     inputs = NetInputs(
         batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
@@ -90,22 +105,28 @@ def a2c_loss(
     rewards, discounts, mask = episode_targets(
         batch, values, config.discount, config.reward_clipping
     )
+    sg_values, bootstrap = tf.stop_gradient(values[:-1]), tf.stop_gradient(values[-1])
     gae = returns.generalized_advantage_estimation(
-        rewards,
-        tf.stop_gradient(values[:-1]),
-        tf.stop_gradient(values[-1]),
-        discounts,
-        float(config.gae_lambda),
+        rewards, sg_values, bootstrap, discounts, float(config.gae_lambda)
     )
+    if config.value_target == "lambda" or float(config.gae_lambda) == 1.0:
+        value_targets = gae.returns
+    else:  # the n-step return to the end of the unroll
+        value_targets = returns.generalized_advantage_estimation(
+            rewards, sg_values, bootstrap, discounts, 1.0
+        ).returns
     policy = {k: v[:-1] for k, v in out.policy.items()}
     log_prob, log_rho, entropy = policy_terms(network, policy, batch["policy"], batch["action"])
     pg_loss = -tf.reduce_sum(mask * log_prob * gae.advantages) * scale
-    baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(gae.returns - values[:-1])) * scale
+    baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(value_targets - values[:-1])) * scale
     entropy_sum = tf.reduce_sum(mask * entropy) * scale
     entropy_coef = tf.cast(entropy_coef, tf.float32)
-    loss = pg_loss + config.baseline_cost * baseline_loss - entropy_coef * entropy_sum
+    mean_loss = pg_loss + config.baseline_cost * baseline_loss - entropy_coef * entropy_sum
+    loss = mean_loss
+    if config.loss_reduction == "sum":  # replica sums add up to the global batch's sum
+        loss = mean_loss / tf.cast(scale, mean_loss.dtype)
     metrics = {
-        "loss": loss,
+        "loss": mean_loss,
         "pg_loss": pg_loss,
         "baseline_loss": baseline_loss,
         "entropy": entropy_sum,

@@ -45,13 +45,14 @@ class A3CAgent(NetworkAgent):
         )
 
     def build_network(self):
-        return build_network(self.network_config, self.run_config.env_id)
+        run = self.run_config
+        return build_network(self.network_config, run.env_id, run.env_kwargs)
 
     def start(self, counters) -> None:
         run, factory, restart = self.run_config, self.env_factory, counters.env_steps
         spec = ActorSpec(run.env_id, self.network_config, run.num_envs, self.config.t_max,
                          seed=run.seed + 7919 * restart, env_mode=run.env_mode,
-                         policy_impl=run.policy_impl)  # fmt: skip
+                         policy_impl=run.policy_impl, env_kwargs=run.env_kwargs)  # fmt: skip
         env_factory = None if factory is None else lambda seed: factory(run.num_envs, seed)
         self.workers = [
             Worker(i, self.learner, spec, self.build_network(), counters, env_factory)

@@ -8,6 +8,7 @@ the A2C ones), so the launcher can fill the dataclass from same-named flags.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
 from tfagents_vtrace.agents.learner_config import check_int
@@ -21,13 +22,26 @@ class A3CConfig(A2CConfig):
     total environment steps (the global step counter), not over updates.
     """
 
+    RESUME_FIXED: ClassVar[tuple[str, ...]] = ("num_workers", "shared_optimizer")
+
     num_workers: int = 4
     """Worker threads, each with its own environment(s) and local network copy."""
     t_max: int = 20
     """Steps of one partial rollout per environment (A3C's t_max); the LSTM state carries
     over from one rollout to the next."""
 
+    shared_optimizer: bool = False
+    """False (the A3C meta-RL fork's: "each worker has a different set of adam optimizer
+    parameters"): every worker applies its gradients to the shared weights with its own
+    optimizer statistics (Adam moments / RMSProp mean squares; with ``lr_decay`` each decays
+    over its share, ``total_updates / num_workers``, of the updates). True: one optimizer
+    whose statistics all workers share (Mnih et al. 2016's "shared RMSProp")."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not isinstance(self.shared_optimizer, bool):
+            raise ValueError(
+                f"shared_optimizer: expected a bool, received {self.shared_optimizer!r}"
+            )
         for name in ("num_workers", "t_max"):
             check_int(name, getattr(self, name), 1)

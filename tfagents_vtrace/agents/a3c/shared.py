@@ -1,9 +1,11 @@
-"""The shared side of A3C: global network, one shared optimizer, a lock and the step counter.
+"""The shared side of A3C: global network, the optimizer(s), a lock and the step counter.
 
 Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
-https://arxiv.org/abs/1602.01783 (Algorithm S3, "shared RMSProp"): workers compute gradients
-on local copies and apply them to the global parameters with one optimizer whose statistics
-are shared by all threads.
+https://arxiv.org/abs/1602.01783 (Algorithm S3): workers compute gradients on local copies
+and apply them to the global parameters. By default each worker has its own optimizer
+statistics, as in the A3C meta-RL fork (``a3c_meta_rl.txt``: one ``AdamOptimizer`` per
+worker over the global variables); ``shared_optimizer=True`` gives the paper's "shared
+RMSProp" form, one optimizer whose statistics all threads share.
 
 Updates are serialized by a lock (not Hogwild): applying gradients, advancing the optimizer's
 statistics and incrementing the global step counter happen atomically, so no update is lost
@@ -16,6 +18,7 @@ those in a row (the driver stops the run at ``max_nonfinite_updates``).
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Sequence
 
@@ -32,8 +35,11 @@ class SharedOptimizer:
 
     Args:
       variables: the global trainable variables.
-      optimizer: a built (or buildable) Keras optimizer, shared by every caller.
+      optimizer: a built (or buildable) Keras optimizer, used by every caller that has no
+        optimizer of its own.
       record_order: keep the caller ids of the updates in ``order`` (tests, diagnostics).
+      caller_optimizers: optional ``{caller: optimizer}``: those callers' updates use their
+        own optimizer (own statistics) on the same variables.
     """
 
     def __init__(
@@ -41,19 +47,22 @@ class SharedOptimizer:
         variables: Sequence[tf.Variable],
         optimizer,
         record_order: bool = False,
+        caller_optimizers: dict | None = None,
     ):
         self.variables = list(variables)
         self.optimizer = optimizer
-        self.optimizer.build(self.variables)
+        self.caller_optimizers = dict(caller_optimizers or {})
         self.lock = threading.RLock()
         self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.updates = 0
         self.nonfinite_streak = 0
         self.order: list | None = [] if record_order else None
-        self._apply = tf.function(self._apply_fn, autograph=False)
-
-    def _apply_fn(self, grads):
-        self.optimizer.apply(grads, self.variables)
+        self._applies = {}
+        for opt in (optimizer, *self.caller_optimizers.values()):
+            opt.build(self.variables)
+            self._applies[id(opt)] = tf.function(
+                lambda grads, opt=opt: opt.apply(grads, self.variables), autograph=False
+            )
 
     def apply(self, grads: Sequence[tf.Tensor], num_steps: int, caller=None) -> int:
         """Applies ``grads`` (same order as ``variables``) and adds ``num_steps`` to the global
@@ -63,7 +72,8 @@ class SharedOptimizer:
                 f"grads: expected {len(self.variables)} tensors, received {len(grads)}"
             )
         with self.lock:
-            self._apply(list(grads))
+            optimizer = self.caller_optimizers.get(caller, self.optimizer)
+            self._applies[id(optimizer)](list(grads))
             self.updates += 1
             self.nonfinite_streak = 0
             if self.order is not None:
@@ -98,7 +108,7 @@ class A3CLearner:
       config: an :class:`A3CConfig`.
       network_factory: zero-argument callable building the global network.
       strategy: ignored by the thread backend (must be a single-replica strategy if given).
-      total_updates: unused (the A3C schedules count environment steps).
+      total_updates: the lr decay horizon in updates (each worker optimizer gets its share).
       total_steps: environment steps of the run (entropy annealing, lr decay horizon).
       record_order: forwarded to :class:`SharedOptimizer`.
     """
@@ -120,8 +130,18 @@ class A3CLearner:
         self.total_steps = total_steps
         self.network = network_factory()
         self.optimizer = optimization.optimizer_from_config(config, total_updates)
+        self.worker_optimizers = {}
+        if not config.shared_optimizer:
+            share = None if not total_updates else math.ceil(total_updates / config.num_workers)
+            self.worker_optimizers = {
+                i: optimization.optimizer_from_config(config, share)
+                for i in range(config.num_workers)
+            }
         self.shared = SharedOptimizer(
-            self.network.trainable_variables, self.optimizer, record_order=record_order
+            self.network.trainable_variables,
+            self.optimizer,
+            record_order=record_order,
+            caller_optimizers=self.worker_optimizers,
         )
         self._grads = batching.BatchFunction(self._grads_fn)
 
@@ -136,10 +156,11 @@ class A3CLearner:
         return self.shared.read(self.network.get_weights)
 
     def checkpoint_items(self) -> dict:
-        """Trackables to checkpoint: global network, shared optimizer, global step."""
+        """Trackables to checkpoint: global network, optimizer(s), global step."""
         return {
             "network": self.network,
             "optimizer": self.optimizer,
+            **{f"optimizer_worker{i}": opt for i, opt in self.worker_optimizers.items()},
             "a3c_global_step": self.shared.global_step,
         }
 

@@ -52,7 +52,8 @@ class AcerAgent(NetworkAgent):
         self.pool, self.inline, self._zero_states = None, None, {}
 
     def build_network(self):
-        return build_network(self.network_config, self.run_config.env_id)
+        run = self.run_config
+        return build_network(self.network_config, run.env_id, run.env_kwargs)
 
     def actor(self, worker: int, network) -> Actor:
         """Worker ``worker``'s actor (0: the inline one), seeded by the restored step."""
@@ -60,7 +61,7 @@ class AcerAgent(NetworkAgent):
         spec = ActorSpec(
             run.env_id, self.network_config, run.num_envs, self.config.t_max,
             seed=run.seed + 7919 * self.counters.env_steps + 104_729 * worker,
-            env_mode=run.env_mode, policy_impl=run.policy_impl,
+            env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,
         )  # fmt: skip
         env_factory = None if factory is None else lambda seed: factory(run.num_envs, seed)
         return Actor(spec, max(worker - 1, 0), network, env_factory)

@@ -42,7 +42,9 @@ class TaacAgent:
         if env_factory is None:
             from tfagents_vtrace.envs import make_vector_env
 
-            env_factory = lambda n, seed: make_vector_env(run.env_id, n, seed, mode=run.env_mode)
+            env_factory = lambda n, seed: make_vector_env(
+                run.env_id, n, seed, mode=run.env_mode, **run.env_kwargs
+            )
         self.env = env_factory(run.num_envs, run.seed)
         space = self.space = self.env.single_action_space
         if not isinstance(space, gym.spaces.Box):
