@@ -2,7 +2,7 @@
 
     python benchmarks/repeatability.py --flagfile=experiments/configs/impala_cartpole.cfg
         [--seeds=0,1,2] [--repeats=2] [--modes=default,deterministic] [--threshold=R]
-        [--extra_flags="--total_steps=200000"] [--workdir=DIR | --keep]
+        [--extra_flags="--total_steps=200000"] [--workdir=DIR | --keep] [--bandit_regret]
 
 Every run is ``python -m experiments.train --flagfile=F --seed=S [--deterministic]`` in its
 own subprocess (runs of the two modes take turns, so load on the shared machine hits both
@@ -17,6 +17,11 @@ per mode the success rate (final return >= ``--threshold``, default the config's
 ``--deterministic`` (default median steps/s / deterministic median steps/s). The last line
 is JSON. Run directories go to ``--workdir`` when given, else to a temporary directory
 removed at the end (``--keep`` keeps it).
+
+``--bandit_regret`` (meta-RL bandit flagfiles): every run exports its policy, which
+``benchmarks/bandit_regret.py`` scores on the held-out bandits of the flagfile's ``--env``
+(cumulative expected regret after 100 pulls, sampled actions) beside Thompson sampling on the
+same bandits; a run succeeds when its regret is below Thompson's.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ def metrics_fingerprint(logdir: str) -> str:
 def run_one(args, mode: str, seed: int, repeat: int, workdir: str) -> dict:
     logdir = os.path.join(workdir, f"{mode}-seed{seed}-r{repeat}")
     cmd = [sys.executable, "-m", "experiments.train", f"--flagfile={args.flagfile}",
-           f"--seed={seed}", f"--logdir={logdir}", "--export=false",
+           f"--seed={seed}", f"--logdir={logdir}", f"--export={args.bandit_regret}",
            *(["--deterministic"] if mode == "deterministic" else []),
            *shlex.split(args.extra_flags)]  # fmt: skip
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -69,12 +74,36 @@ def run_one(args, mode: str, seed: int, repeat: int, workdir: str) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     final = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {
+    record = {
         "mode": mode, "seed": seed, "repeat": repeat,
         "eval_return": final.get("eval_return"), "solve_step": final.get("solve_step"),
         "step": final["step"], "sps": final.get("train_sps"),
         "fingerprint": metrics_fingerprint(logdir),
     }  # fmt: skip
+    if args.bandit_regret:
+        record.update(bandit_regret(args.flagfile, os.path.join(logdir, "policy"), env))
+    return record
+
+
+def bandit_regret(flagfile: str, policy: str, env: dict) -> dict:
+    """``{"regret": policy's, "thompson": Thompson sampling's}`` on the held-out bandits."""
+    env_id = flagfile_value(flagfile, "env")
+    cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "bandit_regret.py"),
+           f"--envs={env_id}", "--agents=thompson", "--num_bandits=300", f"--policy={policy}",
+           f"--output={os.path.join(os.path.dirname(policy), 'regret.png')}"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    scores = json.loads(proc.stdout.strip().splitlines()[-1])["regret"]
+    policy_key = next(k for k in scores if k.startswith("policy:"))
+    return {"regret": scores[policy_key][env_id], "thompson": scores["thompson"][env_id]}
+
+
+def succeeded(record: dict, threshold: float | None) -> bool:
+    """Regret below Thompson's (``--bandit_regret``), else final return >= ``threshold``."""
+    if "regret" in record:
+        return record["regret"] < record["thompson"]
+    return threshold is not None and (record["eval_return"] or -1e30) >= threshold
 
 
 def summarize(records: list[dict], threshold: float | None) -> dict:
@@ -96,10 +125,11 @@ def summarize(records: list[dict], threshold: float | None) -> dict:
                 "solve_spread": max(solves) - min(solves) if len(solves) == len(runs) else None,
                 "identical": len({r["fingerprint"] for r in runs}) == 1,
             }
-        ok = [r for r in mine if threshold is not None and (r["eval_return"] or -1e30) >= threshold]
+        ok = [r for r in mine if succeeded(r, threshold)]
+        scored = threshold is not None or "regret" in mine[0]
         out[mode] = {
             "seeds": seeds,
-            "success_rate": len(ok) / len(mine) if threshold is not None else None,
+            "success_rate": len(ok) / len(mine) if scored else None,
             "median_sps": statistics.median(r["sps"] for r in mine),
         }
     if len(out) == 2:
@@ -119,6 +149,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--extra_flags", default="")
     p.add_argument("--workdir", default=None)
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--bandit_regret", action="store_true")
     args = p.parse_args(argv)
     if not os.path.isfile(args.flagfile):
         p.exit(2, f"error: --flagfile: no such file {args.flagfile!r}\n")
@@ -142,8 +173,8 @@ def main(argv=None) -> None:
     workdir = args.workdir or tempfile.mkdtemp(prefix="repeatability-")
     print(f"{args.flagfile}: seeds {args.seeds} x {args.repeats} repeats, modes {args.modes}, "
           f"threshold {args.threshold}, runs in {workdir}", flush=True)  # fmt: skip
-    print("| mode | seed | repeat | final return | solve step | steps/s | metrics |")
-    print("|---|---|---|---|---|---|---|", flush=True)
+    print("| mode | seed | repeat | final return | solve step | steps/s | metrics | regret "
+          "(Thompson) |\n|---|---|---|---|---|---|---|---|", flush=True)  # fmt: skip
     records = []
     try:
         for seed in args.seeds:
@@ -151,8 +182,9 @@ def main(argv=None) -> None:
                 for mode in args.modes:
                     r = run_one(args, mode, seed, repeat, workdir)
                     records.append(r)
+                    regret = f"{r['regret']} ({r['thompson']})" if "regret" in r else ""
                     print(f"| {mode} | {seed} | {repeat} | {r['eval_return']} | "
-                          f"{r['solve_step']} | {r['sps']} | {r['fingerprint']} |",
+                          f"{r['solve_step']} | {r['sps']} | {r['fingerprint']} | {regret} |",
                           flush=True)  # fmt: skip
     finally:
         if not args.workdir and not args.keep:

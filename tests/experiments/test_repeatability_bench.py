@@ -51,3 +51,13 @@ def test_bad_arguments_are_one_line_and_exit_code_2(tmp_path):
         out = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True,
                              text=True, timeout=60)  # fmt: skip
         assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(start)
+
+
+def test_bandit_runs_succeed_when_their_regret_is_below_thompsons():
+    records = [
+        dict(_rec("default", 0, 0, 73.0, None, 30_000.0, "a"), regret=1.9, thompson=2.6),
+        dict(_rec("default", 0, 1, 50.0, None, 30_000.0, "a"), regret=29.8, thompson=2.6),
+        dict(_rec("default", 1, 0, 74.0, None, 30_000.0, "b"), regret=2.1, thompson=2.6),
+    ]
+    s = _bench().summarize(records, threshold=None)
+    assert s["default"]["success_rate"] == 2 / 3
