@@ -40,7 +40,7 @@ def _batch(rng, k, t, b, order, adim=1, obs_dim=3):
 
 def test_learner_updates_soft_target_and_temperatures(rng):
     # Target entropies far above any reachable ones push both temperatures up.
-    cfg = TaacConfig(target_update_tau=0.25, target_entropy=50.0, b_target_entropy=5.0, **SMALL)
+    cfg = TaacConfig(target_update_tau=0.25, target_entropy=(5.0, 50.0), **SMALL)
     learner = TaacLearner(cfg, (3,), 1)
     before = [w.copy() for w in learner.critics.get_weights()]
     batch = _batch(rng, 1, 3, 8, learner.trajectory.order)
