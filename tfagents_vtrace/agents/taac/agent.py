@@ -36,10 +36,10 @@ class TaacAgent:
 
     def __init__(self, run, config, network_config=None, strategy=None, env_factory=None):
         placement.check_local_agent(run, strategy, config, TaacConfig, "TAAC")
-        for name in config.callables():
+        if config.callables():
             raise ValueError(
-                f"{name}: a run records its config in config.json, which cannot hold a "
-                "callable; give the run numbers or a name (e.g. the values of "
+                f"{config.callables()[0]}: a run records its config in config.json, which "
+                "cannot hold a callable; give the run numbers or a name (e.g. the values of "
                 "TaacConfig.target_entropies(action_dim)), or call TaacLearner directly"
             )
         tf.keras.utils.set_random_seed(run.seed)

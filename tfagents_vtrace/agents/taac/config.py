@@ -18,7 +18,9 @@ earlier behaviour differs it is kept as an option (issue #16):
   of ``TAACTDLoss``), ``td_loss`` (ALF's ``td_error_loss_fn``) and ``target_entropy`` (ALF's
   ``target_entropy``: one value, or one per sub-policy ``(b, action)``; through the Python
   API also callables of the sub-policy's :class:`EntropySpec`) are ALF's options with ALF's
-  defaults.
+  defaults (before issue #16: two replicas, a scalar reward and the squared loss, fixed).
+  One ``target_entropy`` value now sets both sub-policies, as in ALF; before, it set the
+  action's only and ``b_target_entropy`` the b choice's (now ``--target_entropy=b,action``).
 
 Measured evidence for the defaults (Pendulum-v1, ``taac_pendulum.cfg``) is in that file's
 header.
