@@ -35,7 +35,14 @@ CASES = {  # each kind with another of the options the step reads
     "taacl": TaacConfig(
         trajectory="linear", inverse_mode=False, b1_advantage_clipping=(-0.5, 0.5), **SMALL
     ),
-    "taacq": TaacConfig(trajectory="quadratic", randomize_first_state_tau=True, **SMALL),
+    "taacq": TaacConfig(  # and three critic replicas of a two-dim reward (issue #16)
+        trajectory="quadratic",
+        randomize_first_state_tau=True,
+        num_critic_replicas=3,
+        reward_dim=2,
+        reward_weights=(1.0, -0.5),
+        **SMALL,
+    ),
 }
 OUTPUTS = {"action", "unit_action", "b", "repeats", "p_b1", "value", "state_0", "state_1"}
 STEPS = 200

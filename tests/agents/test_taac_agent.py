@@ -40,7 +40,7 @@ def _batch(rng, k, t, b, order, adim=1, obs_dim=3):
 
 def test_learner_updates_soft_target_and_temperatures(rng):
     # Target entropies far above any reachable ones push both temperatures up.
-    cfg = TaacConfig(target_update_tau=0.25, target_entropy=50.0, b_target_entropy=5.0, **SMALL)
+    cfg = TaacConfig(target_update_tau=0.25, target_entropy=(5.0, 50.0), **SMALL)
     learner = TaacLearner(cfg, (3,), 1)
     before = [w.copy() for w in learner.critics.get_weights()]
     batch = _batch(rng, 1, 3, 8, learner.trajectory.order)
@@ -283,3 +283,75 @@ def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
     run = RunConfig(env_id="Pendulum-v1", backend="ray", num_actors=1, total_steps=100)
     with pytest.raises(ValueError, match="backend"):
         train(run, TaacConfig(), None, str(tmp_path))
+
+
+class _PendulumCostTerms(gym.Wrapper):
+    """Pendulum-v1 with ALF-style vector rewards: ``info["reward_vector"]`` is
+    ``-[theta^2, theta_dot^2, u^2]`` of the state the action was taken in, so weights
+    ``(1, 0.1, 0.001)`` give back Pendulum's scalar reward."""
+
+    def reset(self, **kwargs):
+        self.last_obs, info = self.env.reset(**kwargs)
+        return self.last_obs, info
+
+    def step(self, action):
+        cos, sin, theta_dot = self.last_obs
+        u = float(np.clip(action, -2.0, 2.0)[0])
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info["reward_vector"] = -np.array([np.arctan2(sin, cos) ** 2, theta_dot**2, u**2])
+        self.last_obs = obs
+        return obs, reward, terminated, truncated, info
+
+
+def _cost_terms_factory(n, seed):
+    env = gym.vector.SyncVectorEnv(
+        [lambda: _PendulumCostTerms(gym.make("Pendulum-v1")) for _ in range(n)],
+        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
+    )
+    env.reset(seed=seed)
+    return env
+
+
+def test_vector_reward_run_with_three_critic_replicas(tmp_path):
+    """reward_dim = 3 (vector rewards in info, weighted back to Pendulum's reward) with three
+    critic replicas: the replay holds the vectors, the run trains, evaluates and exports; a
+    resume may not change the replicas or the reward dims (the checkpoint's shapes)."""
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.runtime.driver import make_driver
+
+    weights = (1.0, 0.1, 0.001)
+    cfg = TaacConfig(initial_collect_steps=20, train_interval=2, num_critic_replicas=3,
+                     reward_dim=3, reward_weights=weights, **SMALL)  # fmt: skip
+    run = RunConfig(env_id="Pendulum-v1", seed=3, total_steps=260, num_envs=2, eval_episodes=2,
+                    log_every_s=0.01, export_policy=True)  # fmt: skip
+    logdir = str(tmp_path / "run")
+    driver = make_driver(run, get_agent("taac"), cfg, None, logdir, env_factory=_cost_terms_factory)
+    final = driver.run()
+    assert final["step"] == 260 and final["updates"] > 0 and np.isfinite(final["eval_return"])
+    replay = driver.agent.extra_state
+    rewards = replay.data["reward"][:, : replay.size]
+    assert rewards.shape[-1] == 3
+    # The stored vectors weigh back to Pendulum's reward (episode 1: the ep_return of 200 steps).
+    episode = rewards[:, 1:201] @ np.array(weights)
+    assert np.all(episode <= 0) and np.all(rewards[:, 1:201, 2] >= -4.0)  # u^2 <= 4
+    assert driver.agent.learner.critics(np.zeros((1, 3)), np.zeros((1, 1, 1))).shape == (1, 9)
+    loaded = tf.saved_model.load(f"{logdir}/policy")
+    meta = json.loads(loaded.metadata.numpy().decode())
+    assert meta["num_critic_replicas"] == 3 and meta["reward_weights"] == list(weights)
+    from tfagents_vtrace.runtime import config_io, run_dir
+
+    for change in (dict(num_critic_replicas=2), dict(reward_dim=1, reward_weights=None)):
+        other = TaacConfig(**{**cfg.__dict__, **change})  # what experiments.train checks
+        with pytest.raises(ValueError, match=f"agent_config.{next(iter(change))}"):
+            run_dir.prepare_logdir(logdir, config_io.run_config_dict("taac", run, other, None))
+
+
+def test_vector_reward_needs_the_info_vector_and_numbers_for_a_run(tmp_path):
+    cfg = TaacConfig(initial_collect_steps=4, train_interval=2, reward_dim=2, **SMALL)
+    run = RunConfig(env_id="Pendulum-v1", total_steps=20, num_envs=1, eval_episodes=1,
+                    log_every_s=0.01, export_policy=False)  # fmt: skip
+    with pytest.raises(ValueError, match=r"reward_dim: 2 needs.*reward_vector"):
+        train(run, cfg, None, str(tmp_path / "a"))
+    callable_cfg = TaacConfig(target_entropy=lambda spec: -1.0, **SMALL)
+    with pytest.raises(ValueError, match="target_entropy: a run records its config"):
+        train(run, callable_cfg, None, str(tmp_path / "b"))

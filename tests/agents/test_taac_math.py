@@ -28,6 +28,8 @@ def _np_compare_through(rewards, discounts, values, step_is_last, rollout_b, tra
 
 @pytest.mark.parametrize("mode", RUN_MODES)
 def test_critic_loss_matches_numpy_compare_through(mode, rng):
+    """The returns, and the ``mask_last_steps`` mean (the ALF default without the mask is in
+    ``test_taac_alf.py``)."""
     t_len, batch = 7, 5
     rewards = rng.normal(size=(t_len, batch)).astype(np.float32)
     discounts = (0.9 * (rng.random((t_len, batch)) > 0.1)).astype(np.float32)
@@ -37,7 +39,9 @@ def test_critic_loss_matches_numpy_compare_through(mode, rng):
     rollout_b = rng.random((t_len, batch)) < 0.3
     train_b = rng.random((t_len, batch)) < 0.3
     q = rng.normal(size=(t_len, batch, 2)).astype(np.float32)
-    fn = run_in_mode(lambda *a: tuple(taac_loss.critic_loss(*a))[:2], mode)  # loss, returns
+    fn = run_in_mode(
+        lambda *a: tuple(taac_loss.critic_loss(*a, mask_last_steps=True))[:2], mode
+    )  # loss, returns
     loss, returns = fn(q, rewards, discounts, values, last, rollout_b, train_b)
     want = _np_compare_through(rewards, discounts, values, last, rollout_b, train_b)
     np.testing.assert_allclose(returns.numpy(), want, rtol=1e-5, atol=1e-5)
@@ -111,6 +115,7 @@ def test_act_step_probabilities_and_repeats_by_hand():
     np.testing.assert_allclose(out["p_b1"].numpy(), p1, rtol=1e-5)
     # env 0: p1 < .5 -> repeat; env 1: forced by repeats >= 3; env 2: tie -> argmax picks 0.
     np.testing.assert_array_equal(out["b"].numpy(), [0, 1, 0])
+    np.testing.assert_array_equal(out["sampled_b"].numpy(), [0, 0, 0])  # env 1: forced only
     np.testing.assert_array_equal(out["repeats"].numpy(), [2, 1, 1])
     np.testing.assert_allclose(out["action"].numpy()[:, 0], [0.9, x[1], 0.0], rtol=1e-6)
 
@@ -189,6 +194,7 @@ def test_config_validation_and_default_entropies():
         TaacConfig(b1_advantage_clipping=(1.0, -1.0))
     cfg = TaacConfig(actor_hidden_sizes=["32", "16"], b1_advantage_clipping=["-1", "2"])
     assert cfg.actor_hidden_sizes == (32, 16) and cfg.b1_advantage_clipping == (-1.0, 2.0)
-    assert cfg.action_target_entropy(2) == pytest.approx(2 * np.log(0.2))
-    assert cfg.beta_target_entropy() == pytest.approx(-(0.9 * np.log(0.9) + 0.1 * np.log(0.1)))
+    b_default, a_default = cfg.target_entropies(2)
+    assert a_default == pytest.approx(2 * np.log(0.2))
+    assert b_default == pytest.approx(-(0.9 * np.log(0.9) + 0.1 * np.log(0.1)))
     assert TaacConfig(trajectory="quadratic").tau_order == 3

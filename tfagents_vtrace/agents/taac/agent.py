@@ -36,6 +36,12 @@ class TaacAgent:
 
     def __init__(self, run, config, network_config=None, strategy=None, env_factory=None):
         placement.check_local_agent(run, strategy, config, TaacConfig, "TAAC")
+        if config.callables():
+            raise ValueError(
+                f"{config.callables()[0]}: a run records its config in config.json, which "
+                "cannot hold a callable; give the run numbers or a name (e.g. the values of "
+                "TaacConfig.target_entropies(action_dim)), or call TaacLearner directly"
+            )
         tf.keras.utils.set_random_seed(run.seed)
         self.run_config, self.config = run, config
         self.max_nonfinite_updates = config.max_nonfinite_updates
@@ -51,7 +57,9 @@ class TaacAgent:
             raise ValueError(f"env_id: TAAC needs a Box action space, {run.env_id!r} has {space}")
         obs_shape, action_dim = self.env.single_observation_space.shape, int(np.prod(space.shape))
         self.learner = TaacLearner(config, obs_shape, action_dim, seed=run.seed)
-        specs = replay_specs(obs_shape, self.learner.trajectory.order, action_dim)
+        specs = replay_specs(
+            obs_shape, self.learner.trajectory.order, action_dim, config.reward_dim
+        )
         self.extra_state = SequenceReplay(specs, run.num_envs, config.replay_capacity)
 
     def checkpoint_items(self) -> dict:
@@ -67,7 +75,10 @@ class TaacAgent:
         restart, self.iteration = counters.env_steps, 0
         self.rng = np.random.default_rng([seed, restart])
         policy = self._policy(False, seed + 7919 * restart)
-        self.rollout = Rollout(self.env, policy, self.extra_state, seed + 7919 * restart)
+        self.rollout = Rollout(
+            self.env, policy, self.extra_state, seed + 7919 * restart,
+            forced_switch_cuts=self.config.forced_switch_cuts, reward_dim=self.config.reward_dim,
+        )  # fmt: skip
 
     def advance(self) -> dict:
         """One vector step, then a training call when one is due."""

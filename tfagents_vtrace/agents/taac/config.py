@@ -3,11 +3,32 @@ for Continuous Control", 2021, https://arxiv.org/abs/2104.06521).
 
 Each field is an ``experiments.train`` flag of the same name, generated from this class
 (type, default and the docstring under the field) by ``experiments.config_flags``.
-Defaults follow ALF's ``TaacAlgorithmBase``.
+Defaults follow ALF's ``TaacAlgorithmBase`` (``reference/alf_taac.txt``); where today's
+earlier behaviour differs it is kept as an option (issue #16):
+
+* ``forced_switch_cuts`` (default False, ALF): the replay stores the *sampled* ``b`` as the
+  rollout switch, so a ``max_repeat_steps`` forced switch does not cut the compare-through
+  return. True stores the effective switch (sampled or forced), as before issue #16.
+* ``mask_last_steps`` (default False, ALF): the critic loss keeps the steps that end an
+  episode (ALF's ``TAACTDLoss`` masks them only in its summaries; the per-step loss, zero at
+  the window's last step, is averaged over the whole ``[T, B]`` window). True averages over
+  the steps that do not end an episode, as before issue #16.
+* ``num_critic_replicas``, ``reward_dim``, ``reward_weights``, ``reward_discounts``
+  (ALF's ``num_critic_replicas``, ``reward_spec``, ``reward_weights`` and the list ``gamma``
+  of ``TAACTDLoss``), ``td_loss`` (ALF's ``td_error_loss_fn``) and ``target_entropy`` (ALF's
+  ``target_entropy``: one value, or one per sub-policy ``(b, action)``; through the Python
+  API also callables of the sub-policy's :class:`EntropySpec`) are ALF's options with ALF's
+  defaults (before issue #16: two replicas, a scalar reward and the squared loss, fixed).
+  One ``target_entropy`` value now sets both sub-policies, as in ALF; before, it set the
+  action's only and ``b_target_entropy`` the b choice's (now ``--target_entropy=b,action``).
+
+Measured evidence for the defaults (Pendulum-v1, ``taac_pendulum.cfg``) is in that file's
+header.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from typing import ClassVar
@@ -17,6 +38,37 @@ from tfagents_vtrace.validation import check_positive as _positive
 from tfagents_vtrace.validation import check_sizes
 
 TRAJECTORIES = ("constant", "linear", "quadratic")
+TD_LOSSES = ("squared", "huber")
+
+EntropySpec = collections.namedtuple(
+    "EntropySpec", ["shape", "minimum", "maximum", "is_continuous"]
+)
+EntropySpec.__doc__ = """The action spec of one sub-policy, what a ``target_entropy`` callable
+is called on (ALF calls it on the sub-policy's ``BoundedTensorSpec``): the b choice is
+``EntropySpec((), 0, 1, False)``, the action ``EntropySpec((A,), -1.0, 1.0, True)``."""
+
+B_SPEC = EntropySpec((), 0, 1, False)
+
+
+def action_spec(action_dim: int) -> EntropySpec:
+    """The :class:`EntropySpec` of TAAC's actions (``[-1, 1]^A``)."""
+    return EntropySpec((int(action_dim),), -1.0, 1.0, True)
+
+
+def default_target_entropy(spec: EntropySpec, min_prob: float = 0.1) -> float:
+    """ALF's default target entropy of ``spec``: continuous, a density concentrated on
+    ``min_prob`` of each dimension's range, ``sum_i log((max - min) * min_prob)``; discrete with
+    ``n`` values, ``1 - min_prob`` on one and ``min_prob`` spread over the others,
+    ``-(1 - p) log(1 - p) - p log(p / (n - 1))``."""
+    size = math.prod(spec.shape)
+    if spec.is_continuous:
+        return float(size * math.log((spec.maximum - spec.minimum) * min_prob))
+    n, p = spec.maximum - spec.minimum + 1, min_prob
+    return float(size * (-(1.0 - p) * math.log(1.0 - p) - p * math.log(p / (n - 1))))
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +80,8 @@ class TaacConfig:
         "trajectory",
         "actor_hidden_sizes",
         "critic_hidden_sizes",
+        "num_critic_replicas",
+        "reward_dim",
         "replay_capacity",
     )
     RUN_RESUME_FIXED: ClassVar[tuple[str, ...]] = ("num_envs",)
@@ -40,21 +94,45 @@ class TaacConfig:
     actor_hidden_sizes: tuple[int, ...] = (256, 256)
     """ReLU MLP of the actor pi(a | s, tau^-)."""
     critic_hidden_sizes: tuple[int, ...] = (256, 256)
-    """ReLU MLP of each of the twin critics Q(s, tau)."""
+    """ReLU MLP of each critic Q_i(s, tau)."""
+    num_critic_replicas: int = 2
+    """R: critics trained side by side on the same targets; their minimum is Q (ALF's
+    num_critic_replicas; with reward_dim > 1 one critic per replica and reward dim)."""
+    reward_dim: int = 1
+    """D: reward dims. D > 1: the environment puts a [D] reward vector in each step's
+    ``info["reward_vector"]`` (its scalar reward is only reported); each critic predicts one
+    value per dim and Q is their reward_weights-weighted sum (ALF's multi-dim reward_spec)."""
+    reward_weights: tuple[float, ...] | None = None
+    """reward_dim > 1: weights of the per-dim values in Q for the b choice and the actor;
+    the replica minimum of a dim with a negative weight is a maximum (None: all ones, the sum,
+    as ALF)."""
+    reward_discounts: tuple[float, ...] | None = None
+    """reward_dim > 1: one discount per reward dim (ALF's list gamma of TAACTDLoss; None:
+    ``discount`` for every dim)."""
     discount: float = 0.99
     """gamma in [0, 1]: per-step discount of the critics' targets."""
+    td_loss: str = "squared"
+    """Critic loss per element: "squared" ((G - Q)^2, ALF's default element_wise_squared_loss)
+    or "huber" (ALF's element_wise_huber_loss, smooth L1 with delta 1). The Python API also
+    takes a callable ``(target, value) -> elementwise loss``."""
+    mask_last_steps: bool = False
+    """False (ALF): the critic loss averages over the whole window, steps that end an episode
+    included (the per-step loss is zero at the window's last step). True: it averages over the
+    steps that do not end an episode only (before issue #16)."""
+    forced_switch_cuts: bool = False
+    """False (ALF): the replay stores the sampled b, so a max_repeat_steps forced switch does
+    not cut the compare-through return. True: it stores the effective switch (before #16)."""
     learning_rate: float = 1e-3
     """Adam learning rate of the actor and the critics."""
     alpha_learning_rate: float | None = None
     """Adam learning rate of the two log-temperatures (None: ``learning_rate``)."""
     initial_alpha: float = 1.0
     """Initial value of both entropy temperatures (action and b)."""
-    target_entropy: float | None = None
-    """Target entropy of the action policy (None: ALF's default, ``A * log(2 * min_prob)``
-    for actions in [-1, 1])."""
-    b_target_entropy: float | None = None
-    """Target entropy of the act-or-repeat choice b (None: the entropy of
-    ``(1 - min_prob, min_prob)``)."""
+    target_entropy: tuple[float, ...] | None = None
+    """ALF's target_entropy: one value for both sub-policies, or two: ``b,action`` (None:
+    ALF's defaults, ``H(1 - min_prob, min_prob)`` for b and ``A * log(2 * min_prob)`` for
+    actions in [-1, 1]). The Python API also takes a callable of the sub-policy's
+    ``EntropySpec`` (or a pair of None / numbers / callables)."""
     target_entropy_min_prob: float = 0.1
     """``min_prob`` of ALF's default target entropies."""
     target_update_tau: float = 0.05
@@ -138,6 +216,49 @@ class TaacConfig:
             raise ValueError(
                 f"max_grad_norm: expected a finite number, received {self.max_grad_norm!r}"
             )
+        if not (self.td_loss in TD_LOSSES or callable(self.td_loss)):
+            raise ValueError(
+                f"td_loss: expected one of {TD_LOSSES} or a callable, received {self.td_loss!r}"
+            )
+        self._check_rewards()
+        object.__setattr__(self, "target_entropy", self._checked_target_entropy())
+
+    def _check_rewards(self) -> None:
+        d = self.reward_dim
+        for name in ("reward_weights", "reward_discounts"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            try:
+                value = tuple(float(v) for v in value)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"{name}: expected {d} numbers or None, received {value!r}"
+                ) from None
+            if d == 1 or len(value) != d or not all(math.isfinite(v) for v in value):
+                raise ValueError(
+                    f"{name}: expected None or reward_dim = {d} finite numbers (only with "
+                    f"reward_dim > 1), received {getattr(self, name)!r}"
+                )
+            if name == "reward_discounts" and not all(0.0 <= v <= 1.0 for v in value):
+                raise ValueError(f"{name}: expected numbers in [0, 1], received {value!r}")
+            object.__setattr__(self, name, value)
+
+    def _checked_target_entropy(self):
+        """``target_entropy`` with lists as tuples and numbers as 1-tuples; raises on
+        anything that is not None, a number, a callable or 1-2 of them."""
+        value = self.target_entropy
+        if value is None or callable(value):
+            return value
+        items = (value,) if _is_number(value) else value
+        ok = isinstance(items, list | tuple) and len(items) in (1, 2)
+        ok = ok and all(v is None or callable(v) or _is_number(v) for v in items)
+        if not ok:
+            raise ValueError(
+                "target_entropy: expected None, a number, a callable or a pair (b, action) of "
+                f"them, received {value!r}"
+            )
+        return tuple(float(v) if _is_number(v) else v for v in items)
 
     def _check_ints(self) -> None:
         _int_at_least("target_update_period", self.target_update_period, 1)
@@ -148,6 +269,8 @@ class TaacConfig:
         _int_at_least("train_interval", self.train_interval, 1)
         _int_at_least("updates_per_train", self.updates_per_train, 1)
         _int_at_least("max_nonfinite_updates", self.max_nonfinite_updates, 1)
+        _int_at_least("num_critic_replicas", self.num_critic_replicas, 1)
+        _int_at_least("reward_dim", self.reward_dim, 1)
         if self.max_repeat_steps is not None:
             _int_at_least("max_repeat_steps", self.max_repeat_steps, 1)
 
@@ -156,15 +279,40 @@ class TaacConfig:
         """Number of [A]-vectors in a trajectory: 1 (a), 2 (a, v) or 3 (a, v, u)."""
         return TRAJECTORIES.index(self.trajectory) + 1
 
-    def action_target_entropy(self, action_dim: int) -> float:
-        """The action policy's target entropy for ``action_dim`` actions in [-1, 1]."""
-        if self.target_entropy is not None:
-            return float(self.target_entropy)
-        return float(action_dim * math.log(2.0 * self.target_entropy_min_prob))
+    def target_entropies(self, action_dim: int) -> tuple[float, float]:
+        """``(b, action)`` target entropies, resolved as ALF's ``_set_target_entropy``: per
+        sub-policy, None gives :func:`default_target_entropy` of its spec, a callable is
+        called on its spec, a number is used as is; one entry applies to both."""
+        value = self.target_entropy
+        items = (value, value) if value is None or callable(value) else value
+        if len(items) == 1:
+            items = (items[0], items[0])
+        out = []
+        for item, spec in zip(items, (B_SPEC, action_spec(action_dim)), strict=True):
+            if item is None:
+                out.append(default_target_entropy(spec, self.target_entropy_min_prob))
+            elif callable(item):
+                out.append(float(item(spec)))
+            else:
+                out.append(float(item))
+        return out[0], out[1]
 
-    def beta_target_entropy(self) -> float:
-        """The b policy's target entropy: ``H(1 - min_prob, min_prob)`` by default."""
-        if self.b_target_entropy is not None:
-            return float(self.b_target_entropy)
-        p = self.target_entropy_min_prob
-        return float(-(1.0 - p) * math.log(1.0 - p) - p * math.log(p))
+    @property
+    def resolved_reward_weights(self) -> tuple[float, ...]:
+        """The ``reward_dim`` weights of the per-dim values (all ones when None)."""
+        return self.reward_weights or (1.0,) * self.reward_dim
+
+    @property
+    def resolved_reward_discounts(self) -> tuple[float, ...]:
+        """The ``reward_dim`` discounts (``discount`` for every dim when None)."""
+        return self.reward_discounts or (float(self.discount),) * self.reward_dim
+
+    def callables(self) -> list[str]:
+        """The fields holding a callable (Python API only; a run's config.json cannot)."""
+        names = []
+        if callable(self.td_loss):
+            names.append("td_loss")
+        te = self.target_entropy
+        if callable(te) or (isinstance(te, tuple) and any(callable(v) for v in te)):
+            names.append("target_entropy")
+        return names

@@ -10,6 +10,7 @@ and loads with plain TensorFlow::
                         prev_reward=prev_reward, state=state)
     out["action"]    # [B, A] in the environment's bounds
     out["value"]     # [B] float32: beta_0 Q(s, tau^-) + beta_1 Q(s, tau_hat)
+                     # (Q: the critic replicas' minimum, reward_weights-weighted over dims)
     out["b"], out["repeats"], out["p_b1"], out["state"]
     policy.greedy_action(...)   # epsilon-greedy per stage (epsilon in the metadata)
 
@@ -28,11 +29,12 @@ step of the LiteRT and ONNX files (:mod:`tfagents_vtrace.agents.taac.portable`),
 ``greedy_action`` is this module's with ``epsilon_greedy=0`` (the mode of both stages).
 
 ``value`` is TAAC's state value of ``(s, tau^-)`` (TAAC has no separate V network): the
-act-or-repeat expectation of the twin-critic minimum over following the previous trajectory
-(``tau^-``) and switching to the trajectory of this call's candidate action (``tau_hat``),
-weighted by ``beta(b | s)``, i.e. the value the critic targets bootstrap from (with the
-online critics here). It is a one-sample estimate over the candidate action of ``action``
-(the greedy candidate for ``greedy_action``).
+act-or-repeat expectation of the critic-replica minimum (weighted over reward dims) over
+following the previous trajectory (``tau^-``) and switching to the trajectory of this call's
+candidate action (``tau_hat``), weighted by ``beta(b | s)``, i.e. the value the critic
+targets bootstrap from (with the online critics here; per reward dim in training). It is a
+one-sample estimate over the candidate action of ``action`` (the greedy candidate for
+``greedy_action``).
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ class TaacPolicyModule(tf.Module):
             max_repeat_steps=cfg.max_repeat_steps,
             randomize_first=bool(randomize_first_state_tau),
             clipping=cfg.b1_advantage_clipping,
+            reward_weights=learner.reward_weights,
         )
         self._epsilon = float(cfg.epsilon_greedy if epsilon_greedy is None else epsilon_greedy)
         self.alpha_b = tf.Variable(float(np.exp(learner.log_alpha_b.numpy())), trainable=False)
@@ -111,6 +114,9 @@ class TaacPolicyModule(tf.Module):
             "max_repeat_steps": cfg.max_repeat_steps,
             "randomize_first_state_tau": self._kw["randomize_first"],
             "b1_advantage_clipping": cfg.b1_advantage_clipping,
+            "num_critic_replicas": cfg.num_critic_replicas,
+            "reward_dim": cfg.reward_dim,
+            "reward_weights": list(learner.reward_weights),
             "state_sizes": [self._k * self._a, 1],
             "recurrent": True,
             "observation_dtype": "float32",
@@ -202,6 +208,7 @@ class TaacPolicyModule(tf.Module):
             b_noise=b_noise,
             max_repeat_steps=self._kw["max_repeat_steps"],
             clipping=self._kw["clipping"],
+            reward_weights=self._kw["reward_weights"],
         )
         return self._outputs(observation, out)
 

@@ -1,16 +1,20 @@
-"""TAAC's learner: actor, twin critics, target critics, two temperatures, one compiled
+"""TAAC's learner: actor, critic replicas, target critics, two temperatures, one compiled
 train call running several updates on replay windows.
 
 Yu et al., "TAAC: Temporally Abstract Actor-Critic for Continuous Control", 2021,
-https://arxiv.org/abs/2104.06521. For every step of a ``[T, B]`` window (flattened to N):
-the actor resamples ``x ~ pi(. | s, tau_prev)`` (reparameterized), the current policy's b is
-drawn from the softmax over ``Q(s, tau^-)``, ``Q(s, tau_hat)``; the critics regress
-``Q_i(s, tau_rollout)`` on the compare-through return (cut where ``rollout_b | train_b`` or
-the episode ends); the actor minimizes ``-beta_1 Q(s, tau_hat) + alpha_a log pi``; both
-log-temperatures follow their target entropies. Each part has its own Adam optimizer.
+https://arxiv.org/abs/2104.06521; ALF's ``TaacAlgorithmBase.train_step`` and ``calc_loss``
+(``reference/alf_taac.txt``). For every step of a ``[T, B]`` window (flattened to N): the
+actor resamples ``x ~ pi(. | s, tau_prev)`` (reparameterized), the current policy's b is
+drawn from the softmax over ``Q(s, tau^-)``, ``Q(s, tau_hat)`` (``Q``: the replica minimum,
+weighted over reward dims); the critic replicas regress ``Q_i^d(s, tau_rollout)`` on the
+compare-through return of each reward dim (cut where ``rollout_b | train_b`` or the episode
+ends); the actor minimizes ``-beta_1 Q(s, tau_hat) + alpha_a log pi``; both log-temperatures
+follow their target entropies. Each part has its own Adam optimizer. The options and their
+defaults (ALF's unless stated) are described in :mod:`~tfagents_vtrace.agents.taac.config`.
 
 Batch layout (time-major, ALF alignment: step t's reward/discount are those of arriving at
-t): ``observation [T, B, ...]``, ``reward [T, B]``, ``discount [T, B]`` (``1 - terminated``),
+t): ``observation [T, B, ...]``, ``reward [T, B]`` (``[T, B, D]`` with ``reward_dim`` D > 1),
+``discount [T, B]`` (``1 - terminated``),
 ``is_last [T, B]`` bool, ``prev_tau`` and ``tau [T, B, k, A]`` (the rollout trajectories
 before and after acting), ``b [T, B]`` (rollout switch). ``train`` takes ``[K, T, B, ...]``
 and runs K updates in one compiled call.
@@ -76,8 +80,10 @@ class TaacLearner:
         k = self.trajectory.order
         obs_dim = int(np.prod(self.observation_shape))
         self.actor = TaacActor(obs_dim, action_dim, k, config.actor_hidden_sizes, name="actor")
-        self.critics = TaacCritics(config.critic_hidden_sizes, name="critics")
-        self.target_critics = TaacCritics(config.critic_hidden_sizes, name="target_critics")
+        self.reward_weights = config.resolved_reward_weights
+        heads = config.num_critic_replicas * config.reward_dim
+        self.critics = TaacCritics(config.critic_hidden_sizes, heads, name="critics")
+        self.target_critics = TaacCritics(config.critic_hidden_sizes, heads, name="target_critics")
         obs = tf.zeros([1, *self.observation_shape])
         tau = tf.zeros([1, k, action_dim])
         self.actor(obs, tau)
@@ -98,8 +104,7 @@ class TaacLearner:
         # Consecutive skipped updates (not checkpointed: a resumed run counts afresh).
         self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._seed = tf.Variable([int(seed), 0], dtype=tf.int64, trainable=False, name="seed")
-        self.target_action_entropy = config.action_target_entropy(action_dim)
-        self.target_beta_entropy = config.beta_target_entropy()
+        self.target_beta_entropy, self.target_action_entropy = config.target_entropies(action_dim)
         self._train = tf.function(
             self._train_calls, jit_compile=config.jit_compile, autograph=False
         )
@@ -119,50 +124,74 @@ class TaacLearner:
             "sample_seed": self._seed,
         }
 
+    def _replicas(self, q: tf.Tensor) -> tf.Tensor:
+        """Critic outputs ``[N, R * D] -> [N, R, D]`` (index ``r * D + d``, as ALF)."""
+        return tf.reshape(q, [tf.shape(q)[0], self.config.num_critic_replicas, -1])
+
     def _losses(self, batch: dict, seed: tf.Tensor) -> tuple[tf.Tensor, ...]:
         """Actor, critic and alpha losses of one window batch and their metrics."""
-        cfg, traj = self.config, self.trajectory
-        shape = tf.shape(batch["reward"])
+        s_noise, s_b = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+        n = tf.size(batch["is_last"])
+        noise = tf.random.stateless_normal([n, self.action_dim], s_noise)
+        return self.losses_from_noise(batch, noise, tf.random.stateless_uniform([n], s_b))
+
+    def losses_from_noise(
+        self, batch: dict, noise: tf.Tensor, b_uniform: tf.Tensor
+    ) -> tuple[tf.Tensor, ...]:
+        """The losses of one ``[T, B]`` window batch given the update's draws: ``noise``
+        ``[T * B, A]`` standard normal (the actor's reparameterized sample) and ``b_uniform``
+        ``[T * B]`` uniform in [0, 1) (the current policy's ``b = 1`` iff it is below
+        ``beta_1``). Returns ``(actor_loss, critic_loss, alpha_loss, metrics)``."""
+        cfg, traj, weights = self.config, self.trajectory, self.reward_weights
+        shape = tf.shape(batch["is_last"])
         obs = _merge(tf.cast(batch["observation"], tf.float32))
         prev_tau = _merge(tf.cast(batch["prev_tau"], tf.float32))
         n = tf.shape(obs)[0]
-        s_noise, s_b = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
         loc, log_std = self.actor(obs, prev_tau)
-        noise = tf.random.stateless_normal(tf.shape(loc), s_noise)
         x = squashed_sample(loc, log_std, noise)
         log_pi = squashed_log_prob(loc, log_std, noise)
         follow, fresh = traj.follow(prev_tau), traj.from_action(x, prev_tau)
         # One critic call over [tau^-; tau_hat; tau_rollout].
-        q_all = self.critics(
-            tf.concat([obs, obs, obs], 0),
-            tf.concat([follow, fresh, _merge(tf.cast(batch["tau"], tf.float32))], 0),
-        )
-        q_min = tf.reduce_min(q_all, axis=-1)
-        q_follow, q_fresh, q_rollout = q_min[:n], q_min[n : 2 * n], q_all[2 * n :]
+        q_all = self._replicas(
+            self.critics(
+                tf.concat([obs, obs, obs], 0),
+                tf.concat([follow, fresh, _merge(tf.cast(batch["tau"], tf.float32))], 0),
+            )
+        )  # [3N, R, D]
+        q_follow = taac_loss.critic_value(q_all[:n], weights)
+        q_fresh = taac_loss.critic_value(q_all[n : 2 * n], weights)
+        q_rollout = q_all[2 * n :]
         logits = taac_loss.beta_logits(
             q_follow, q_fresh, tf.exp(self.log_alpha_b), cfg.b1_advantage_clipping
         )
         probs = tf.nn.softmax(logits)
         log_probs = tf.nn.log_softmax(logits)
         beta_entropy = -tf.reduce_sum(probs * log_probs, axis=-1)
-        train_b = tf.cast(tf.random.stateless_uniform([n], s_b) < probs[:, 1], tf.int32)
+        train_b = tf.cast(b_uniform < probs[:, 1], tf.int32)
         actor_loss = taac_loss.actor_loss(probs[:, 1], q_fresh, log_pi, tf.exp(self.log_alpha_a))
-        q_target = tf.reduce_min(
-            self.target_critics(
-                tf.concat([obs, obs], 0), tf.stop_gradient(tf.concat([follow, fresh], 0))
+        q_target = taac_loss.replica_min(
+            self._replicas(
+                self.target_critics(
+                    tf.concat([obs, obs], 0), tf.stop_gradient(tf.concat([follow, fresh], 0))
+                )
             ),
-            axis=-1,
-        )
-        target_values = probs[:, 0] * q_target[:n] + probs[:, 1] * q_target[n:]
-        to_tb = lambda v: tf.reshape(v, shape)  # noqa: E731
+            weights,
+        )  # [2N, D]
+        target_values = probs[:, :1] * q_target[:n] + probs[:, 1:] * q_target[n:]
+        tb = lambda v, *rest: tf.reshape(v, tf.concat([shape, tf.constant(rest, tf.int32)], 0))  # noqa: E731
+        d = cfg.reward_dim
+        rewards = tf.cast(batch["reward"], tf.float32) * cfg.reward_scale
+        gammas = tf.constant(cfg.resolved_reward_discounts, tf.float32)
         critic = taac_loss.critic_loss(
-            tf.reshape(q_rollout, tf.concat([shape, [-1]], 0)),
-            tf.cast(batch["reward"], tf.float32) * cfg.reward_scale,
-            tf.cast(batch["discount"], tf.float32) * cfg.discount,
-            tf.stop_gradient(to_tb(target_values)),
+            tb(q_rollout, cfg.num_critic_replicas, d),
+            tb(rewards, d),
+            tf.cast(batch["discount"], tf.float32)[..., tf.newaxis] * gammas,
+            tf.stop_gradient(tb(target_values, d)),
             tf.cast(batch["is_last"], tf.bool),
             tf.cast(batch["b"], tf.bool),
-            to_tb(train_b) > 0,
+            tb(train_b) > 0,
+            td_loss=cfg.td_loss,
+            mask_last_steps=cfg.mask_last_steps,
         )
         alpha_loss = taac_loss.alpha_loss(
             self.log_alpha_a,
@@ -237,7 +266,7 @@ class TaacLearner:
             return i + 1, tuple(t + metrics[k] for t, k in zip(totals, METRIC_KEYS, strict=True))
 
         totals = tuple(tf.zeros([]) for _ in METRIC_KEYS)
-        num = tf.shape(batches["reward"])[0]
+        num = tf.shape(batches["is_last"])[0]
         _, totals = tf.while_loop(lambda i, _: i < num, body, (tf.constant(0), totals))
         return dict(zip(METRIC_KEYS, totals, strict=True))
 
@@ -247,7 +276,7 @@ class TaacLearner:
         missing = [k for k in BATCH_KEYS if k not in batches]
         if missing:
             raise ValueError(f"batches: missing keys {missing}, expected {BATCH_KEYS}")
-        k = int(np.shape(batches["reward"])[0])
+        k = int(np.shape(batches["is_last"])[0])
         totals = self._train({key: batches[key] for key in BATCH_KEYS})
         out = {name: float(v) / k for name, v in totals.items()}
         out["alpha_a"] = float(np.exp(self.log_alpha_a.numpy()))

@@ -1,9 +1,10 @@
-"""TAAC's actor pi(a | s, tau^-) and twin critics Q(s, tau) as Keras 3 layers.
+"""TAAC's actor pi(a | s, tau^-) and critic replicas Q_i(s, tau) as Keras 3 layers.
 
 Yu et al., "TAAC: Temporally Abstract Actor-Critic for Continuous Control", 2021,
 https://arxiv.org/abs/2104.06521. As in ALF, the actor sees the previous trajectory through
 one linear embedding per trajectory vector (``[A] -> [obs_dim]``), concatenated with the
-observation; the critics see the observation concatenated with the flattened trajectory.
+observation; the critics (one MLP per replica and reward dim) see the observation
+concatenated with the flattened trajectory.
 The action distribution is a tanh-squashed diagonal Gaussian on [-1, 1]^A.
 """
 
@@ -63,7 +64,10 @@ class TaacActor(keras.layers.Layer):
 
 
 class TaacCritics(keras.layers.Layer):
-    """Twin critics: ``(observation [N, ...], tau [N, k, A]) -> Q [N, 2]``."""
+    """``num_critics`` independent critics: ``(observation [N, ...], tau [N, k, A]) -> Q
+    [N, num_critics]``. TAAC builds ``R * D`` of them (R replicas, D reward dims; ALF's
+    ``make_parallel(num_critic_replicas * reward_dim)``), output ``r * D + d`` being replica
+    r's value of reward dim d."""
 
     def __init__(self, hidden_sizes=(256, 256), num_critics: int = 2, **kw):
         super().__init__(**kw)

@@ -14,8 +14,11 @@ https://arxiv.org/abs/2104.06521. One step, batched over N environments, with st
    else ``tau^-``; ``repeats' = (0 if switched else repeats) + 1``; the action is ``tau'[:, 0]``.
 
 Greedy (evaluation) mode takes the mode of each stage (``tanh(loc)``, ``argmax b``) except
-with probability ``epsilon`` per stage, where it samples. The recorded ``b`` is the effective
-switch (a forced switch counts: the compare-through return must cut there too).
+with probability ``epsilon`` per stage, where it samples. The outputs hold both the effective
+switch ``b`` (a forced switch counts; what the exported policies report) and ``sampled_b``
+(the b drawn before step 4): ALF's rollout stores the sampled b, so by default the
+compare-through return does not cut at a forced switch (``TaacConfig.forced_switch_cuts``
+stores ``b`` instead, see :mod:`~tfagents_vtrace.agents.taac.rollout`).
 :func:`act_from_noise` is the same step with its draws as inputs (no random op): the step
 that the exported LiteRT and ONNX policies carry.
 """
@@ -25,15 +28,18 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.agents.taac.loss import beta_logits
+from tfagents_vtrace.agents.taac.loss import beta_logits, critic_value
 from tfagents_vtrace.agents.taac.networks import squashed_sample
 from tfagents_vtrace.agents.taac.trajectories import Trajectory
 
 __all__ = ["TaacPolicy", "act_from_noise", "act_step"]
 
 
-def _critic_min(critics, observation, tau) -> tf.Tensor:
-    return tf.reduce_min(critics(observation, tau), axis=-1)
+def _critic_value(critics, observation, tau, reward_weights) -> tf.Tensor:
+    """``Q(s, tau)`` [N]: the replica minimum per reward dim, weighted (loss.critic_value)."""
+    q = critics(observation, tau)
+    q = tf.reshape(q, [tf.shape(q)[0], -1, len(reward_weights)])
+    return critic_value(q, reward_weights)
 
 
 def act_step(
@@ -53,15 +59,17 @@ def act_step(
     max_repeat_steps: int | None = None,
     randomize_first: bool = False,
     clipping: tuple[float, float] | None = None,
+    reward_weights: tuple[float, ...] = (1.0,),
 ) -> dict[str, tf.Tensor]:
     """One two-stage step (module docstring). ``seed`` [2] int seeds the stateless draws.
 
     Returns a dict of ``action`` [N, A] in [-1, 1], ``tau`` [N, k, A] (new), ``prev_tau``
     [N, k, A] (after the episode-start reset), ``repeats`` [N] int32 (new), ``b`` [N] int32
-    (effective switch), ``p_b1`` [N] (probability of b = 1) and ``value`` [N], the state
-    value ``beta_0 Q(s, tau^-) + beta_1 Q(s, tau_hat)`` (``Q`` the min of the twin critics,
-    ``tau_hat`` from this step's candidate action): the quantity the critic targets
-    bootstrap from. No gradients are needed.
+    (effective switch), ``sampled_b`` [N] int32 (the b drawn, before a forced switch: ALF's
+    stored rollout b), ``p_b1`` [N] (probability of b = 1) and ``value`` [N], the state value
+    ``beta_0 Q(s, tau^-) + beta_1 Q(s, tau_hat)`` (``Q`` the critics' replica minimum,
+    weighted by ``reward_weights`` over reward dims, ``tau_hat`` from this step's candidate
+    action): the quantity the critic targets bootstrap from. No gradients are needed.
     """
     n = tf.shape(observation)[0]
     a_dim = actor.action_dim
@@ -79,7 +87,7 @@ def act_step(
         explore = tf.random.stateless_uniform([n, 1], seeds[2]) < epsilon
         x = tf.where(explore, x, tf.tanh(loc))
     x = tf.where(random_phase, tf.random.stateless_uniform(tf.shape(loc), seeds[3], -1.0, 1.0), x)
-    stage = _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping)
+    stage = _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping, reward_weights)
     sampled_b = tf.cast(tf.random.stateless_uniform([n], seeds[4]) < stage["p_b1"], tf.int32)
     b = sampled_b
     if greedy:
@@ -104,6 +112,7 @@ def act_from_noise(
     b_noise: tf.Tensor | None = None,
     max_repeat_steps: int | None = None,
     clipping: tuple[float, float] | None = None,
+    reward_weights: tuple[float, ...] = (1.0,),
 ) -> dict[str, tf.Tensor]:
     """:func:`act_step` with its draws as inputs, in plain TF ops (no random op): the step
     of the portable (LiteRT, ONNX) TAAC policies and of the SavedModel's ``action_from_noise``.
@@ -125,7 +134,7 @@ def act_from_noise(
     tau, repeats = _episode_start(first, tau, repeats, start)
     loc, log_std = actor(observation, tau)
     x = tf.tanh(loc) if noise is None else squashed_sample(loc, log_std, noise)
-    stage = _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping)
+    stage = _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping, reward_weights)
     if b_noise is None:
         b = tf.argmax(stage["logits"], axis=-1, output_type=tf.int32)
     else:
@@ -141,13 +150,13 @@ def _episode_start(first, tau, repeats, start) -> tuple[tf.Tensor, tf.Tensor]:
     return tau, repeats
 
 
-def _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping) -> dict:
+def _candidates(critics, trajectory, observation, tau, x, alpha_b, clipping, weights) -> dict:
     """Steps 2-3 given the candidate action ``x``: both trajectories, their critic values
-    (twin minimum), the b logits and ``p_b1``."""
+    (replica minimum, weighted over reward dims), the b logits and ``p_b1``."""
     follow = trajectory.follow(tau)
     fresh = trajectory.from_action(x, tau)
-    q_follow = _critic_min(critics, observation, follow)
-    q_fresh = _critic_min(critics, observation, fresh)
+    q_follow = _critic_value(critics, observation, follow, weights)
+    q_fresh = _critic_value(critics, observation, fresh, weights)
     logits = beta_logits(q_follow, q_fresh, alpha_b, clipping)
     p_b1 = tf.nn.softmax(logits)[:, 1]
     return dict(follow=follow, fresh=fresh, q_follow=q_follow, q_fresh=q_fresh, logits=logits,
@@ -168,6 +177,7 @@ def _commit(trajectory, tau, repeats, b, stage, max_repeat_steps) -> dict:
         "prev_tau": tau,
         "repeats": new_repeats,
         "b": tf.cast(switch, tf.int32),
+        "sampled_b": tf.cast(b, tf.int32),
         "p_b1": p_b1,
         "value": (1.0 - p_b1) * stage["q_follow"] + p_b1 * stage["q_fresh"],
     }
@@ -202,6 +212,7 @@ class TaacPolicy:
             max_repeat_steps=cfg.max_repeat_steps,
             randomize_first=cfg.randomize_first_state_tau,
             clipping=cfg.b1_advantage_clipping,
+            reward_weights=learner.reward_weights,
         )
         self._step = tf.function(self._tf_step, jit_compile=cfg.jit_compile, autograph=False)
 
