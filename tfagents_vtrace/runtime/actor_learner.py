@@ -17,7 +17,7 @@ import time
 
 from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import strategy as strategy_lib
-from tfagents_vtrace.runtime.actor import ActorSpec, build_network
+from tfagents_vtrace.runtime.actor import ActorSpec
 from tfagents_vtrace.runtime.driver import NetworkAgent
 from tfagents_vtrace.runtime.time_shares import TimeShares
 from tfagents_vtrace.runtime.unroll_sources import stack_unrolls, unroll_source
@@ -35,9 +35,10 @@ class ActorLearner(NetworkAgent):
             ray_backend.check_run_config(run)
         self.run_config, self.network_config, self.env_factory = run, network_config, env_factory
         self.seed_offset = strategy_lib.worker_role(strategy).seed_offset
-        net_factory = lambda: build_network(network_config, run.env_id, run.env_kwargs)
         updates = math.ceil(run.total_steps / run.steps_per_update)
-        self.learner = agent.Learner(agent_config, net_factory, strategy, updates, seed=run.seed)
+        self.learner = agent.Learner(
+            agent_config, self.build_network, strategy, updates, seed=run.seed
+        )
         self.replay = UnrollReplay(
             getattr(agent_config, "replay_unrolls", 0),
             replayed_per_batch(getattr(agent_config, "replay_ratio", 0.0), run.batch_unrolls),

@@ -96,16 +96,21 @@ class NetworkAgent:
     def checkpoint_items(self) -> dict:
         return self.learner.checkpoint_items()
 
+    def build_network(self):
+        """A new network of the run's config for its environment's spaces."""
+        from tfagents_vtrace.runtime.actor import build_network
+
+        run = self.run_config
+        return build_network(self.network_config, run.env_id, run.env_kwargs)
+
     def acting_network(self):
         """The learner's network when the numpy policy will act (it only copies weights out
         of it), else a fresh copy (TF policies own one)."""
-        from tfagents_vtrace.runtime.actor import build_network
         from tfagents_vtrace.runtime.policies import NumpyMLPPolicy
 
         if self.run_config.policy_impl != "tf" and NumpyMLPPolicy.supports(self.learner.network):
             return self.learner.network
-        run = self.run_config
-        return build_network(self.network_config, run.env_id, run.env_kwargs)
+        return self.build_network()
 
     def get_weights(self) -> list:
         return self.learner.get_weights()

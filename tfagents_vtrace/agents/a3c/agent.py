@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import math
 
-import tensorflow as tf
-
 from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
 from tfagents_vtrace.agents.a3c.worker import Worker
-from tfagents_vtrace.runtime.actor import ActorSpec, build_network
+from tfagents_vtrace.runtime.actor import ActorSpec
 from tfagents_vtrace.runtime.driver import NetworkAgent
 from tfagents_vtrace.runtime.workers import WorkerPool
 
@@ -32,7 +30,6 @@ class A3CAgent(NetworkAgent):
     def __init__(self, run, config, network_config, strategy=None, env_factory=None,
                  record_order: bool = False):  # fmt: skip
         placement.check_local_agent(run, strategy, config, A3CConfig, "A3C")
-        tf.keras.utils.set_random_seed(run.seed)
         self.run_config, self.config, self.network_config = run, config, network_config
         self.env_factory, self.pool, self.workers = env_factory, None, []
         self.learner = A3CLearner(
@@ -43,10 +40,6 @@ class A3CAgent(NetworkAgent):
             self.learner.shared.lock,
             config.max_nonfinite_updates,
         )
-
-    def build_network(self):
-        run = self.run_config
-        return build_network(self.network_config, run.env_id, run.env_kwargs)
 
     def start(self, counters) -> None:
         run, factory, restart = self.run_config, self.env_factory, counters.env_steps

@@ -17,7 +17,6 @@ import contextlib
 
 import gymnasium as gym
 import numpy as np
-import tensorflow as tf
 
 from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.taac.config import TaacConfig
@@ -42,7 +41,6 @@ class TaacAgent:
                 "cannot hold a callable; give the run numbers or a name (e.g. the values of "
                 "TaacConfig.target_entropies(action_dim)), or call TaacLearner directly"
             )
-        tf.keras.utils.set_random_seed(run.seed)
         self.run_config, self.config = run, config
         self.max_nonfinite_updates = config.max_nonfinite_updates
         if env_factory is None:
