@@ -4,7 +4,8 @@ Wang et al. 2016, https://arxiv.org/abs/1611.01224 (Algorithm 1). Each iteration
 ``t_max`` steps on ``num_envs`` environments, stores the unroll in the
 :class:`~tfagents_vtrace.replay.episodic.EpisodicReplay`, runs one on-policy update (unless
 ``disable_online_update``) and, once the replay holds ``replay_start_size`` transitions,
-``n_times_replay`` updates on replayed sequences.
+``n_times_replay`` updates on replayed sequences (with ``replay_poisson`` a count drawn from
+Poisson(``n_times_replay``), the paper's Algorithm 1).
 
 * ``num_workers = 0`` (default): inline, one actor that acts with the learner's own network
   (no copy, no policy lag); :meth:`AcerAgent.advance` is one iteration.
@@ -91,8 +92,8 @@ class AcerAgent(NetworkAgent):
         self.extra_state.add_unroll(unroll, stream)
         metrics, updates = {}, 0
         if not self.config.disable_online_update:
-            metrics, updates = update(unroll), 1
-        for _ in range(self.config.n_times_replay):
+            metrics, updates = update(unroll, on_policy=True), 1
+        for _ in range(self._replay_count()):
             batch = self._replay_batch()
             if batch is None:
                 break
@@ -100,6 +101,13 @@ class AcerAgent(NetworkAgent):
         with self.lock:  # counted with the updates, as a checkpoint sees them
             self.counters.add(steps=self.steps, updates=updates, info=info)
         return metrics
+
+    def _replay_count(self) -> int:
+        """Replay updates of this iteration: n_times_replay, or Poisson(n_times_replay)."""
+        if not self.config.replay_poisson:
+            return self.config.n_times_replay
+        with self.lock:  # one generator shared by the worker threads
+            return int(self.rng.poisson(self.config.n_times_replay))
 
     def _replay_batch(self) -> dict | None:
         """A replayed batch, or None while the replay is below ``replay_start_size``."""
