@@ -140,6 +140,10 @@ class ActorCriticNetwork(keras.Model):
             raise ValueError(f"action_space must be Discrete or a rank-1 Box, got {action_space!r}")
         if config.q_head == "discrete" and not self.is_discrete:
             raise ValueError("q_head='discrete' needs a Discrete action space, got Box")
+        if config.q_hidden_sizes is not None and config.q_head is None:
+            raise ValueError(
+                "NetworkConfig.q_hidden_sizes needs a Q head (an ACER network), got q_head=None"
+            )
         self.policy_kind = kind
 
     def _mlp(self, hidden_sizes: tuple[int, ...]) -> torsos.MLPTorso:

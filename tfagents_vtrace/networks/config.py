@@ -84,7 +84,7 @@ class NetworkConfig:
     # of its own on the observation. With q_head="discrete" it gives Q(s, .) (chainerrl's
     # ACERSeparateModel(pi, q)); with "stochastic_dueling" it gives V(s), and A(s, a) is an
     # MLP of sdn_hidden_sizes on [observation, action] (ACERSDNSeparateModel(pi, v, adv)).
-    # The policy keeps the torso. Feed-forward networks with a Q head only (core=None).
+    # The policy keeps the torso. Feed-forward networks (core=None) with a Q head only.
     q_hidden_sizes: tuple[int, ...] | None = None
     # Number of sampled actions a'_i in the stochastic dueling network.
     sdn_num_samples: int = 5
@@ -118,10 +118,10 @@ class NetworkConfig:
             object.__setattr__(self, "q_hidden_sizes", sizes)
             for h in sizes:
                 _check_positive("q_hidden_sizes", h)
-            if self.core is not None or self.q_head is None:
+            if self.core is not None:  # the Q head is checked with the network (ACER sets it)
                 raise ValueError(
-                    "NetworkConfig.q_hidden_sizes needs a feed-forward network with a Q head "
-                    f"(core=None, q_head set), got core={self.core!r}, q_head={self.q_head!r}"
+                    "NetworkConfig.q_hidden_sizes needs a feed-forward network (core=None), "
+                    f"got core={self.core!r}"
                 )
         for h in self.sdn_hidden_sizes:
             _check_positive("sdn_hidden_sizes", h)
