@@ -24,7 +24,9 @@ first version of this package differed, the choice and its evidence (issue #16):
 * ``trust_region_params`` = "mean_var": the Gaussian trust region projects in
   phi = (mean, variance), chainerrl's ``GaussianDistribution.params``; "loc_scale" (phi =
   (mean, std), the first version's) is selectable. Categorical policies use the logits
-  either way (chainerrl's ``SoftmaxDistribution.params``).
+  either way (chainerrl's ``SoftmaxDistribution.params``). On ``acer_pendulum.cfg`` (seed
+  0, replay 4 / 5,000) the first greedy evaluation >= -400 came at 230,080 steps with
+  "mean_var" and 220,160 with "loc_scale" (-209 / -202 at 300k): no difference shown.
 * ``on_policy_importance_weights`` = False: the on-policy update is exactly on-policy, as
   the reference's ``update_on_policy`` (``action_distrib_mu=None``: rho = 1, no truncation,
   no bias correction, trace and V-target weights 1), and with workers its gradient is
