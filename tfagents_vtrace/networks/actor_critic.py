@@ -10,9 +10,15 @@ r_{t-1}, t]``. ``prev_action`` and ``prev_reward`` are zeroed inside the network
 Shapes (one step / unroll): observation ``[B, *obs]`` / ``[T, B, *obs]`` (float32, uint8, or
 int32 ids for a Discrete observation space), first ``[B]`` bool, prev_action ``[B]`` int32
 (discrete) or ``[B, A]`` float32, prev_reward ``[B]`` float32. Outputs: policy params
-``[B, A]`` each, value ``[B]``, q ``[B, A]`` (discrete Q head) or ``[B]`` (the stochastic
-dueling Q of the given ``actions``) or None, state a tuple of float32 ``[B, k]`` (``()`` when
-feed-forward). Gradients flow into every weight; inputs receive none.
+``[B, A]`` each, value ``[B]`` (with the discrete Q head ``sum_a pi(a|s) Q(s, a)``, ACER's V),
+q ``[B, A]`` (discrete Q head) or ``[B]`` (the stochastic dueling Q of the given ``actions``)
+or None, state a tuple of float32 ``[B, k]`` (``()`` when feed-forward). Gradients flow into
+every weight; inputs receive none.
+
+ACER's unshared models (Wang et al. 2016, https://arxiv.org/abs/1611.01224; chainerrl's
+``ACERSeparateModel`` / ``ACERSDNSeparateModel``): ``q_hidden_sizes`` gives the Q head (or
+the SDN's V) an MLP of its own on the observation, and the SDN's advantage A(s, a) then
+reads the flattened observation instead of the policy's features.
 """
 
 from __future__ import annotations
@@ -77,15 +83,18 @@ class ActorCriticNetwork(keras.Model):
         self.value_head = None
         self.value_torso = None
         if config.value_hidden_sizes is not None:
-            self.value_torso = torsos.MLPTorso(
-                config.value_hidden_sizes, config.activation, self.obs_categories, self.input_scale
-            )
+            self.value_torso = self._mlp(config.value_hidden_sizes)
+        self.q_torso = self.adv_torso = None
+        if config.q_hidden_sizes is not None:  # unshared Q (and SDN V) network
+            self.q_torso = self._mlp(config.q_hidden_sizes)
         if config.q_head == "stochastic_dueling":
             self.q_head = heads.StochasticDuelingHead(config.sdn_hidden_sizes, config.activation)
+            if self.q_torso is not None:  # A(s, a) on [observation, action]
+                self.adv_torso = self._mlp(())
+        elif config.q_head == "discrete":
+            self.q_head = heads.DiscreteQHead(self.num_actions)  # V = sum_a pi(a) Q(s, a)
         else:
             self.value_head = heads.ValueHead()
-            if config.q_head == "discrete":
-                self.q_head = heads.DiscreteQHead(self.num_actions)
         # Build every variable now (checkpoints, get_weights, MirroredStrategy scopes).
         actions = self.dummy_actions(1) if config.q_head == "stochastic_dueling" else None
         self(self.dummy_inputs(1), self.initial_state(1), actions=actions)
@@ -131,7 +140,16 @@ class ActorCriticNetwork(keras.Model):
             raise ValueError(f"action_space must be Discrete or a rank-1 Box, got {action_space!r}")
         if config.q_head == "discrete" and not self.is_discrete:
             raise ValueError("q_head='discrete' needs a Discrete action space, got Box")
+        if config.q_hidden_sizes is not None and config.q_head is None:
+            raise ValueError(
+                "NetworkConfig.q_hidden_sizes needs a Q head (an ACER network), got q_head=None"
+            )
         self.policy_kind = kind
+
+    def _mlp(self, hidden_sizes: tuple[int, ...]) -> torsos.MLPTorso:
+        """An MLP of its own on the observation (``()``: the flattened observation)."""
+        cfg = self.config
+        return torsos.MLPTorso(hidden_sizes, cfg.activation, self.obs_categories, self.input_scale)
 
     def _make_torso(self, config: NetworkConfig) -> keras.layers.Layer:
         rank = len(self.observation_spec.shape)
@@ -274,21 +292,26 @@ class ActorCriticNetwork(keras.Model):
     def _heads(self, x: tf.Tensor, actions, observation: tf.Tensor):
         """Heads on ``[N, F]`` -> (policy dict, value ``[N]``, q or None).
 
-        ``observation`` ``[N, *obs]`` feeds the separate value torso when there is one."""
+        ``observation`` ``[N, *obs]`` feeds the separate value or Q torso when there is one."""
         policy = self.policy_head(x)
         q = None
+        q_x = x if self.q_torso is None else self.q_torso(observation)
         if self.config.q_head == "stochastic_dueling":
             if actions is None:
-                value = self.q_head.value_head(x)
+                value = self.q_head.value_head(q_x)
             else:
                 dist = self.distribution(policy)
                 sampled = tf.stop_gradient(dist.sample(self.config.sdn_num_samples))
-                q, value = self.q_head(x, self.encode_action(actions), self.encode_action(sampled))
+                adv_x = q_x if self.adv_torso is None else self.adv_torso(observation)
+                q, value = self.q_head(
+                    q_x, self.encode_action(actions), self.encode_action(sampled), adv_x
+                )
+        elif self.config.q_head == "discrete":
+            q = self.q_head(q_x)
+            value = tf.reduce_sum(tf.nn.softmax(policy["logits"]) * q, axis=-1)
         else:
             value_features = x if self.value_torso is None else self.value_torso(observation)
             value = self.value_head(value_features)
-            if self.q_head is not None:
-                q = self.q_head(x)
         return policy, value, q
 
 

@@ -78,9 +78,17 @@ class NetworkConfig:
     min_std: float = 1e-3
     # Scale of the orthogonal initializer of the policy output layer (small = near-uniform).
     policy_init_scale: float = 0.01
-    # Q head: None, "discrete" (Q(s, .) for Discrete actions) or "stochastic_dueling"
+    # Q head: None, "discrete" (Q(s, .) for Discrete actions; the network's value is then
+    # V(s) = sum_a pi(a|s) Q(s, a), ACER's, with no V head of its own) or "stochastic_dueling"
     # (ACER's SDN: Q(s,a) = V(s) + A(s,a) - mean_i A(s,a'_i), a'_i ~ pi).
     q_head: str | None = None
+    # Separate Q network (ACER's unshared models): None (the Q head shares the torso with the
+    # policy, chainerrl's ACERSharedModel / ACERSDNSharedModel) or the hidden sizes of an MLP
+    # of its own on the observation. With q_head="discrete" it gives Q(s, .) (chainerrl's
+    # ACERSeparateModel(pi, q)); with "stochastic_dueling" it gives V(s), and A(s, a) is an
+    # MLP of sdn_hidden_sizes on [observation, action] (ACERSDNSeparateModel(pi, v, adv)).
+    # The policy keeps the torso. Feed-forward networks (core=None) with a Q head only.
+    q_hidden_sizes: tuple[int, ...] | None = None
     # Number of sampled actions a'_i in the stochastic dueling network.
     sdn_num_samples: int = 5
     # Hidden sizes of the advantage MLP A(s, a) of the stochastic dueling network.
@@ -107,6 +115,16 @@ class NetworkConfig:
                     "NetworkConfig.value_hidden_sizes needs a feed-forward network with the "
                     f"plain value head (core=None, q_head=None), got core={self.core!r}, "
                     f"q_head={self.q_head!r}"
+                )
+        if self.q_hidden_sizes is not None:
+            sizes = tuple(int(h) for h in self.q_hidden_sizes)
+            object.__setattr__(self, "q_hidden_sizes", sizes)
+            for h in sizes:
+                _check_positive("q_hidden_sizes", h)
+            if self.core is not None:  # the Q head is checked with the network (ACER sets it)
+                raise ValueError(
+                    "NetworkConfig.q_hidden_sizes needs a feed-forward network (core=None), "
+                    f"got core={self.core!r}"
                 )
         for h in self.sdn_hidden_sizes:
             _check_positive("sdn_hidden_sizes", h)

@@ -11,8 +11,9 @@
 
       Q~(s, a) = V(s) + A(s, a) - 1/n sum_i A(s, a'_i),    a'_i ~ pi(. | s)
 
-  with A(s, a) an MLP on ``[features, action]``. Gradients flow into V, A and the features;
-  the sampled a'_i are treated as constants (stop-gradient).
+  with A(s, a) an MLP on ``[features, action]`` (or on ``[adv_features, action]``, the
+  unshared model). Gradients flow into V, A and the features; the sampled a'_i are treated
+  as constants (stop-gradient).
 """
 
 from __future__ import annotations
@@ -155,20 +156,27 @@ class StochasticDuelingHead(keras.layers.Layer):
         return tf.squeeze(self.adv_out(x), axis=-1)
 
     def call(
-        self, features: tf.Tensor, actions: tf.Tensor, sampled_actions: tf.Tensor
+        self,
+        features: tf.Tensor,
+        actions: tf.Tensor,
+        sampled_actions: tf.Tensor,
+        adv_features: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """Q~(s, a) and V(s).
 
         Args:
-          features: ``[N, F]``.
+          features: ``[N, F]`` input of V (and of A unless ``adv_features``).
           actions: encoded actions a, ``[N, E]``.
           sampled_actions: encoded a'_i ~ pi, ``[n, N, E]`` (treated as constants).
+          adv_features: ``[N, F']`` input of A(s, a) when it differs from V's (the unshared
+            model, chainerrl's ``ACERSDNSeparateModel``: the flattened observation).
         Returns:
           (q ``[N]``, v ``[N]``).
         """
         v = self.value_head(features)
-        adv = self.advantage(features, actions)
+        adv_features = features if adv_features is None else adv_features
+        adv = self.advantage(adv_features, actions)
         adv_mean = tf.reduce_mean(
-            self.advantage(features, tf.stop_gradient(sampled_actions)), axis=0
+            self.advantage(adv_features, tf.stop_gradient(sampled_actions)), axis=0
         )
         return v + adv - adv_mean, v

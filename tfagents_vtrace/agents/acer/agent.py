@@ -4,7 +4,8 @@ Wang et al. 2016, https://arxiv.org/abs/1611.01224 (Algorithm 1). Each iteration
 ``t_max`` steps on ``num_envs`` environments, stores the unroll in the
 :class:`~tfagents_vtrace.replay.episodic.EpisodicReplay`, runs one on-policy update (unless
 ``disable_online_update``) and, once the replay holds ``replay_start_size`` transitions,
-``n_times_replay`` updates on replayed sequences.
+``n_times_replay`` updates on replayed sequences (with ``replay_poisson`` a count drawn from
+Poisson(``n_times_replay``), the paper's Algorithm 1).
 
 * ``num_workers = 0`` (default): inline, one actor that acts with the learner's own network
   (no copy, no policy lag); :meth:`AcerAgent.advance` is one iteration.
@@ -22,14 +23,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import tensorflow as tf
 
 from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.worker import AcerWorker
 from tfagents_vtrace.replay.episodic import EpisodicReplay
-from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
+from tfagents_vtrace.runtime.actor import Actor, ActorSpec
 from tfagents_vtrace.runtime.driver import NetworkAgent
 from tfagents_vtrace.runtime.workers import WorkerPool
 
@@ -40,7 +40,6 @@ class AcerAgent(NetworkAgent):
 
     def __init__(self, run, config, network_config, strategy=None, env_factory=None):
         placement.check_local_agent(run, strategy, config, AcerConfig, "ACER")
-        tf.keras.utils.set_random_seed(run.seed)
         self.run_config, self.config, self.network_config = run, config, network_config
         self.env_factory = env_factory
         self.steps = config.t_max * run.num_envs
@@ -50,10 +49,6 @@ class AcerAgent(NetworkAgent):
         self.lock, self.max_nonfinite_updates = self.learner.lock, config.max_nonfinite_updates
         self.extra_state = EpisodicReplay(config.replay_capacity)
         self.pool, self.inline, self._zero_states = None, None, {}
-
-    def build_network(self):
-        run = self.run_config
-        return build_network(self.network_config, run.env_id, run.env_kwargs)
 
     def actor(self, worker: int, network) -> Actor:
         """Worker ``worker``'s actor (0: the inline one), seeded by the restored step."""
@@ -92,8 +87,8 @@ class AcerAgent(NetworkAgent):
         self.extra_state.add_unroll(unroll, stream)
         metrics, updates = {}, 0
         if not self.config.disable_online_update:
-            metrics, updates = update(unroll), 1
-        for _ in range(self.config.n_times_replay):
+            metrics, updates = update(unroll, on_policy=True), 1
+        for _ in range(self._replay_count()):
             batch = self._replay_batch()
             if batch is None:
                 break
@@ -101,6 +96,13 @@ class AcerAgent(NetworkAgent):
         with self.lock:  # counted with the updates, as a checkpoint sees them
             self.counters.add(steps=self.steps, updates=updates, info=info)
         return metrics
+
+    def _replay_count(self) -> int:
+        """Replay updates of this iteration: n_times_replay, or Poisson(n_times_replay)."""
+        if not self.config.replay_poisson:
+            return self.config.n_times_replay
+        with self.lock:  # one generator shared by the worker threads
+            return int(self.rng.poisson(self.config.n_times_replay))
 
     def _replay_batch(self) -> dict | None:
         """A replayed batch, or None while the replay is below ``replay_start_size``."""

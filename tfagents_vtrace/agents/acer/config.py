@@ -5,6 +5,47 @@ Each field is an ``experiments.train`` flag of the same name, generated from thi
 (type, default and the docstring under the field) by ``experiments.config_flags``.
 The optimizer, clipping, XLA and non-finite fields come from
 :class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
+
+Defaults are chainerrl's ``ACER`` (``reference/chainerrl_acer.txt``): ``entropy_cost`` =
+beta = 0.01, ``pi_loss_coef`` = 1, ``q_loss_coef`` = 0.5, trust region on with alpha = 0.99,
+delta = 1, ``truncation_threshold`` = 10, ``n_times_replay`` = 8, ``replay_start_size`` =
+10^4, ``normalize_loss_by_steps``, ``use_q_opc`` off, statistics decay 0.999 per step. The
+flagfiles ``experiments/configs/acer_*.cfg`` set their tuned values explicitly. Where the
+first version of this package differed, the choice and its evidence (issue #16):
+
+* Discrete V: ``V = sum_a pi(a|x) Q(x, a)`` only (the reference). The first version also
+  regressed a separate V head on it (``1/2 (V_head - V)^2``, weight ``q_loss_coef``, moving
+  the shared torso); dropped, no option: with ``acer_cartpole.cfg`` (seeds 0-5) the first
+  greedy evaluation >= 475 came at 45,120 / 40,000 / 45,120 / 35,200 / 40,000 / 35,200
+  steps with it and at 40,000 / 35,200 / 25,280 / 30,080 / 30,080 / 25,280 without
+  (median 40,000 against 30,080; later with it on every seed).
+* ``pi_loss_coef`` scales the entropy term too (the reference's ``pi_loss *= pi_loss_coef``
+  after ``pi_loss -= beta H``); no option.
+* ``trust_region_params`` = "mean_var": the Gaussian trust region projects in
+  phi = (mean, variance), chainerrl's ``GaussianDistribution.params``; "loc_scale" (phi =
+  (mean, std), the first version's) is selectable. Categorical policies use the logits
+  either way (chainerrl's ``SoftmaxDistribution.params``). On ``acer_pendulum.cfg`` (seed
+  0, replay 4 / 5,000) the first greedy evaluation >= -400 came at 230,080 steps with
+  "mean_var" and 220,160 with "loc_scale" (-209 / -202 at 300k): no difference shown.
+* ``on_policy_importance_weights`` = False: the on-policy update is exactly on-policy, as
+  the reference's ``update_on_policy`` (``action_distrib_mu=None``: rho = 1, no truncation,
+  no bias correction, trace and V-target weights 1), and with workers its gradient is
+  taken on the weights that acted (the local copy is synced after it, as chainerrl's
+  ``sync_parameters``). True is the first version's: the unroll is weighted by pi/mu
+  against the stored mu with truncation and bias correction, and a worker re-syncs its copy
+  before the gradient (rho != 1 then; inline, mu = pi and both agree).
+* ``replay_poisson`` = False: ``n_times_replay`` replay updates per on-policy update, the
+  reference's fixed count; True draws the count from Poisson(``n_times_replay``), the
+  paper's Algorithm 1 (``n <- Poisson(r)``).
+* ``stats_decay`` = 0.999 per step, as the reference's ``average_value_decay``,
+  ``average_entropy_decay`` and ``average_kl_decay``: ``average_value`` and
+  ``average_entropy`` follow every acted step (those of the on-policy updates, in time
+  order), ``average_kl`` every step of every update with the trust region on (each
+  sequence's steps in reverse time order, as the reference's backward loop). The first
+  version decayed once per update (0.99) by the update's mean.
+* Unshared models (chainerrl's ``ACERSeparateModel`` / ``ACERSDNSeparateModel``) are the
+  network's ``q_hidden_sizes``; the stochastic dueling network's n is ``sdn_num_samples``
+  and its advantage MLP ``sdn_hidden_sizes`` (:class:`~tfagents_vtrace.networks.NetworkConfig`).
 """
 
 from __future__ import annotations
@@ -20,6 +61,8 @@ from tfagents_vtrace.agents.learner_config import (
     check_number,
 )
 from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
+
+TRUST_REGION_PARAMS = ("mean_var", "loc_scale")
 
 
 def _threshold(value) -> float | None:
@@ -55,17 +98,22 @@ class AcerConfig(LearnerConfig):
     """0: synchronous batched training with one inline actor (default); N >= 1: N
     asynchronous worker threads, each with its own envs and local network (like A3C)."""
     entropy_cost: float = 0.01
-    """beta: weight of the entropy bonus (>= 0)."""
+    """beta: weight of the entropy bonus (>= 0), inside the policy loss."""
     pi_loss_coef: float = 1.0
-    """Weight of the (trust-region projected) policy loss (>= 0)."""
+    """Weight of the policy loss: the (trust-region projected) policy-gradient term minus
+    beta times the entropy, both scaled, as chainerrl's ``pi_loss_coef`` (>= 0)."""
     q_loss_coef: float = 0.5
-    """Weight of the Q loss ``1/2 (Q_ret - Q)^2`` (and the V loss for continuous actions)."""
+    """Weight of the Q loss ``1/2 (Q_ret - Q)^2`` (and of the V loss
+    ``1/2 (V_target - V)^2`` for continuous actions; discrete ACER has no V of its own)."""
     use_trust_region: bool = True
     """Project the policy gradient with ACER's efficient trust region (eq. 12)."""
     trust_region_alpha: float = 0.99
     """Decay of the exponentially averaged network: ``avg <- alpha avg + (1 - alpha) theta``."""
     trust_region_delta: float = 1.0
     """delta: bound on the linearised KL(avg || pi) change per step (> 0)."""
+    trust_region_params: str = "mean_var"
+    """Policy statistics phi of the Gaussian trust region: "mean_var" (mean and variance, the
+    reference's) or "loc_scale" (mean and standard deviation). Categorical: the logits."""
     truncation_threshold: float | None = 10.0
     """c: importance weights are truncated at c with the bias correction; None: plain IS."""
     use_q_opc: bool = False
@@ -77,20 +125,28 @@ class AcerConfig(LearnerConfig):
     """Mean of the per-step losses over T x B (True) or sum over T, mean over B (False)."""
     replay_capacity: int = 100_000
     """Transitions kept in the episodic replay (whole oldest episodes are evicted)."""
-    replay_start_size: int = 1_000
+    replay_start_size: int = 10_000
     """Replay updates start once this many transitions are stored."""
-    n_times_replay: int = 4
-    """Replay updates per on-policy update."""
+    n_times_replay: int = 8
+    """Replay updates per on-policy update (the mean count with ``replay_poisson``)."""
+    replay_poisson: bool = False
+    """Draw the number of replay updates of each iteration from Poisson(n_times_replay), as
+    the paper's Algorithm 1; False: exactly n_times_replay, as chainerrl."""
     replay_batch_size: int = 0
     """Sequences per replay update (0: the number of environments)."""
     disable_online_update: bool = False
     """Skip the on-policy update; learn only from replay (the data still enters the replay)."""
+    on_policy_importance_weights: bool = False
+    """False: the on-policy update uses rho = 1 with no truncation or bias correction and,
+    with workers, the weights that acted (the reference). True: it weights the unroll by
+    pi / mu against the stored mu like a replayed sequence, workers re-syncing first."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this before clipping."""
     reward_clipping: str = "none"
     """"none", "abs_one" or "soft_asymmetric"."""
-    stats_decay: float = 0.99
-    """Per-update decay of the ``average_value/entropy/kl`` statistics (exponential averages)."""
+    stats_decay: float = 0.999
+    """Per-step decay of the ``average_value/entropy/kl`` statistics: value and entropy
+    follow the acted (on-policy) steps, kl every trust-region step of every update."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "truncation_threshold", _threshold(self.truncation_threshold))
@@ -110,9 +166,12 @@ class AcerConfig(LearnerConfig):
         check_int("n_times_replay", self.n_times_replay, 0)
         check_int("replay_batch_size", self.replay_batch_size, 0)
         check_choice("reward_clipping", self.reward_clipping, REWARD_CLIPPING)
-        for name in ("use_trust_region", "use_q_opc", "normalize_loss_by_steps"):
+        check_choice("trust_region_params", self.trust_region_params, TRUST_REGION_PARAMS)
+        for name in (
+            "use_trust_region", "use_q_opc", "normalize_loss_by_steps", "replay_poisson",
+            "disable_online_update", "on_policy_importance_weights",
+        ):  # fmt: skip
             check_bool(name, getattr(self, name))
-        check_bool("disable_online_update", self.disable_online_update)
         if self.disable_online_update and self.n_times_replay == 0:
             raise ValueError(
                 "disable_online_update: expected n_times_replay >= 1 when the online update is "

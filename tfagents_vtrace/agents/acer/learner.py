@@ -7,12 +7,16 @@ on-policy unrolls and replayed sequences (both in the runtime's unroll layout); 
 workers compute gradients on their own network copy with :meth:`AcerLearner.gradients_fn`
 and apply them through :meth:`AcerLearner.apply_gradients` (serialized by ``lock``).
 
-Statistics ``average_value``, ``average_entropy`` and ``average_kl`` are exponential moving
-averages (decay ``stats_decay``) of the per-update means, like chainerrl's ACER statistics.
+Statistics ``average_value``, ``average_entropy`` and ``average_kl`` are chainerrl's ACER
+statistics: exponential moving averages with decay ``stats_decay`` per step (value and
+entropy over the acted steps of the on-policy updates, kl over the trust-region steps of
+every update), folded in from the ``ema/...`` metrics of
+:func:`~tfagents_vtrace.agents.acer.loss.acer_loss` (see ``loss.ema_parts``).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -56,28 +60,43 @@ class AcerLearner:
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.lock = threading.Lock()
         self.stats = {"average_value": 0.0, "average_entropy": 0.0, "average_kl": 0.0}
-        self._step = batching.BatchFunction(self._train_step_fn, jit_compile=config.jit_compile)
+        self._steps = {
+            on_policy: batching.BatchFunction(
+                functools.partial(self._train_step_fn, on_policy=on_policy),
+                jit_compile=config.jit_compile,
+            )
+            for on_policy in (False, True)
+        }
         self._apply = tf.function(self._apply_fn, autograph=False)
         self._metric_names: list[str] = []
 
     # ------------------------------------------------------------------ public API
-    def train_step(self, batch: dict) -> dict[str, float]:
-        """One update of the global network on ``batch``; returns float metrics (including
-        the running ``average_value``, ``average_entropy``, ``average_kl``)."""
+    def train_step(self, batch: dict, on_policy: bool = False) -> dict[str, float]:
+        """One update of the global network on ``batch`` (``on_policy``: the unroll it just
+        acted, see :func:`~tfagents_vtrace.agents.acer.loss.acer_loss`); returns float
+        metrics (including the running ``average_value``, ``average_entropy``,
+        ``average_kl``)."""
         with self.lock:
-            out = self._step(batch)
+            out = self._steps[bool(on_policy)](batch)
             return self._finish(dict(zip(self._metric_names, out.numpy().tolist())))
 
     def gradients_fn(self, network) -> Callable:
-        """A compiled ``batch -> (grads, metrics)`` on ``network`` (a worker's copy) against
-        the shared average network; apply the result with :meth:`apply_gradients`."""
+        """A compiled ``(batch, on_policy=False) -> (grads, metrics)`` on ``network`` (a
+        worker's copy) against the shared average network; apply the result with
+        :meth:`apply_gradients`."""
 
-        def fn(batch):
+        def fn(batch, on_policy):
             with tf.GradientTape() as tape:
-                loss, metrics = acer_loss(network, self.average_network, self.config, batch)
+                loss, metrics = acer_loss(
+                    network, self.average_network, self.config, batch, on_policy
+                )
             return tape.gradient(loss, network.trainable_variables), metrics
 
-        return batching.BatchFunction(fn)
+        compiled = {
+            flag: batching.BatchFunction(functools.partial(fn, on_policy=flag))
+            for flag in (False, True)
+        }
+        return lambda batch, on_policy=False: compiled[bool(on_policy)](batch)
 
     def apply_gradients(self, grads, metrics: dict) -> dict[str, float]:
         """Applies a worker's gradients to the global network (serialized by ``lock``)."""
@@ -104,10 +123,10 @@ class AcerLearner:
 
     # ------------------------------------------------------------------ internals
     def _finish(self, metrics: dict[str, float]) -> dict[str, float]:
-        decay = self.config.stats_decay
-        for key in ("value", "entropy", "kl"):
+        for key in ("value", "entropy", "kl"):  # avg <- decay^N avg + sum (loss.ema_parts)
             name = "average_" + key
-            self.stats[name] += (1.0 - decay) * (metrics[key] - self.stats[name])
+            factor, total = metrics.pop(f"ema/{key}_factor"), metrics.pop(f"ema/{key}_sum")
+            self.stats[name] = factor * self.stats[name] + total
         metrics.update(self.stats)
         return metrics
 
@@ -130,9 +149,11 @@ class AcerLearner:
         self.updates.assign_add(1)
         return out
 
-    def _train_step_fn(self, batch: dict) -> tf.Tensor:
+    def _train_step_fn(self, batch: dict, on_policy: bool) -> tf.Tensor:
         with tf.GradientTape() as tape:
-            loss, metrics = acer_loss(self.network, self.average_network, self.config, batch)
+            loss, metrics = acer_loss(
+                self.network, self.average_network, self.config, batch, on_policy
+            )
         grads = tape.gradient(loss, self.network.trainable_variables)
         metrics = dict(metrics)
         metrics.update(self._apply_fn(grads, loss))

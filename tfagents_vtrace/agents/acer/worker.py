@@ -4,8 +4,14 @@ Wang et al. 2016, https://arxiv.org/abs/1611.01224, run asynchronously as A3C's 
 (Mnih et al. 2016, https://arxiv.org/abs/1602.01783). Each iteration (repeated on its own
 thread by a :class:`~tfagents_vtrace.runtime.workers.WorkerPool`) is the agent's ACER
 iteration (:meth:`~tfagents_vtrace.agents.acer.agent.AcerAgent.iterate`) with this worker's
-actor and an ``update`` that syncs the local copy, computes the gradients on it against the
-shared average network and applies them globally under the learner's lock.
+actor and an ``update`` that computes the gradients on the local copy against the shared
+average network and applies them globally under the learner's lock.
+
+The local copy is synced before acting and before each replay update. The on-policy
+update's gradient is taken on the weights that acted, unsynced, as chainerrl's ACER (its
+``sync_parameters`` follows each update), so that update is exactly on-policy (rho = 1);
+with ``on_policy_importance_weights`` the copy is re-synced first and the unroll is
+importance-weighted against the stored behaviour policy instead.
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ class AcerWorker:
             weights = self.learner.get_weights()
         self.network.set_weights(weights)
 
-    def update(self, batch: dict) -> dict:
-        """Sync the local copy, compute gradients on it, apply them globally."""
-        self._sync()
-        grads, metrics = self._grads(batch)
+    def update(self, batch: dict, on_policy: bool = False) -> dict:
+        """Compute gradients on the local copy (synced first unless this is the exact
+        on-policy update, see the module docstring) and apply them globally."""
+        if not on_policy or self.learner.config.on_policy_importance_weights:
+            self._sync()
+        grads, metrics = self._grads(batch, on_policy)
         return self.learner.apply_gradients(grads, metrics)
 
     def iterate(self) -> dict:
