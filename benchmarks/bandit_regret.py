@@ -123,7 +123,10 @@ def main() -> None:
         }
         for path in args.policy:
             name = os.path.basename(os.path.normpath(os.path.dirname(os.path.normpath(path))))
-            runs[f"policy:{name or path}"] = run_policy(
+            name = f"policy:{name or path}"
+            if name in runs:  # two runs with the same directory name: the whole path
+                name = f"policy:{path}"
+            runs[name] = run_policy(
                 path, probs, args.num_trials, seed, greedy=args.policy_greedy
             )
         results[env_id] = runs
