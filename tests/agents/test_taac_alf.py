@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.agents.test_taac_math import _FixedActor, _np_follow, _np_from_action
+from tests.agents.test_taac_math import (
+    _FixedActor,
+    _np_follow,
+    _np_from_action,
+    np_discounted_return,
+)
 from tests.modes import RUN_MODES, run_in_mode
 from tfagents_vtrace.agents.taac import loss as taac_loss
 from tfagents_vtrace.agents.taac.config import TaacConfig
@@ -36,17 +41,7 @@ def alf_element_wise_huber_loss(x, y):
     return np.where(d < 1.0, 0.5 * d**2, d - 0.5)
 
 
-def alf_discounted_return(rewards, values, is_lasts, discounts):
-    is_lasts = is_lasts.astype(np.float64)
-    if values.ndim == 3:  # common.expand_dims_as
-        is_lasts = is_lasts[..., None]
-    rets = np.zeros_like(values)
-    rets[-1] = values[-1]
-    acc_values = rets.copy()
-    for t in reversed(range(rewards.shape[0] - 1)):
-        rets[t] = acc_values[t + 1] * discounts[t + 1] + rewards[t + 1]
-        acc_values[t] = is_lasts[t] * values[t] + (1 - is_lasts[t]) * rets[t]
-    return rets[:-1]
+alf_discounted_return = np_discounted_return
 
 
 def alf_taac_td_loss(info, value, target_value, gamma, td_error_loss_fn):

@@ -16,7 +16,15 @@ def _np_compare_through(rewards, discounts, values, step_is_last, rollout_b, tra
     """ALF's TAACTDLoss + _discounted_return, one step at a time."""
     b = np.logical_or(rollout_b, train_b)
     b[0] = False
-    is_lasts = np.logical_or(step_is_last, b).astype(np.float64)
+    is_lasts = np.logical_or(step_is_last, b)
+    return np_discounted_return(rewards, values, is_lasts, discounts)
+
+
+def np_discounted_return(rewards, values, is_lasts, discounts):
+    """ALF's ``_discounted_return``: cut (bootstrap from ``values``) where ``is_lasts``."""
+    is_lasts = is_lasts.astype(np.float64)
+    if values.ndim == 3:  # common.expand_dims_as
+        is_lasts = is_lasts[..., None]
     rets = np.zeros_like(values)
     rets[-1] = values[-1]
     acc = rets.copy()
