@@ -201,7 +201,7 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
     trainer.agent.advance = interrupt_after_100_steps
     with pytest.raises(stop_signals.RunInterrupted) as caught:
         trainer.run()
-    assert not any(t.is_alive() for t in trainer.agent.pool.threads)
+    assert not any(t.is_alive() for t in trainer.agent.source.threads)
     step = trainer.agent.learner.shared.step
     assert caught.value.step == step and 100 <= step < run.total_steps
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith(f"ckpt-{step}")

@@ -242,7 +242,7 @@ def _iterating_agent(config, seed):
     agent.config, agent.lock, agent.steps = config, threading.Lock(), 1
     agent.rng = np.random.default_rng(seed)
     agent.run_config = types.SimpleNamespace(num_envs=1)
-    agent._zero_states = {1: ()}
+    agent.replay_size, agent.zero_state = 1, ()
     agent.extra_state = types.SimpleNamespace(add_unroll=lambda unroll, stream: None)
     agent.counters = types.SimpleNamespace(add=lambda **kw: None)
     agent._replay_batch = lambda: {}  # the replay is always ready

@@ -213,6 +213,13 @@ def make_vector_env(
     return env
 
 
+def vector_env_factory(env_id: str, mode: str = "auto", env_kwargs: dict | None = None):
+    """``(num_envs, seed) -> VectorEnv``: :func:`make_vector_env` of ``env_id`` in ``mode``
+    with ``env_kwargs`` (a run's environments: ``RunConfig.env_kwargs``)."""
+    kwargs = dict(env_kwargs or {})
+    return lambda num_envs, seed: make_vector_env(env_id, num_envs, seed, mode=mode, **kwargs)
+
+
 def _has_module(name: str) -> bool:
     """Whether ``name`` can be imported (an optional extra is installed)."""
     return importlib.util.find_spec(name) is not None

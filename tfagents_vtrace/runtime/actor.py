@@ -80,14 +80,10 @@ class ActorSpec:
 def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
     """``seed -> VectorEnv`` for ``spec`` using ``tfagents_vtrace.envs.make_vector_env``."""
 
-    def factory(seed: int):
-        from tfagents_vtrace.envs import make_vector_env
+    from tfagents_vtrace.envs.factory import vector_env_factory
 
-        return make_vector_env(
-            spec.env_id, spec.num_envs, seed, mode=spec.env_mode, **spec.env_kwargs
-        )
-
-    return factory
+    make = vector_env_factory(spec.env_id, spec.env_mode, spec.env_kwargs)
+    return lambda seed: make(spec.num_envs, seed)
 
 
 def build_network(network_config, env_id: str, env_kwargs: dict | None = None):

@@ -17,7 +17,6 @@ import time
 
 from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import strategy as strategy_lib
-from tfagents_vtrace.runtime.actor import ActorSpec
 from tfagents_vtrace.runtime.driver import NetworkAgent
 from tfagents_vtrace.runtime.time_shares import TimeShares
 from tfagents_vtrace.runtime.unroll_sources import stack_unrolls, unroll_source
@@ -33,7 +32,7 @@ class ActorLearner(NetworkAgent):
             from tfagents_vtrace.runtime import ray_backend
 
             ray_backend.check_run_config(run)
-        self.run_config, self.network_config, self.env_factory = run, network_config, env_factory
+        super().__init__(run, agent_config, network_config, env_factory)
         self.seed_offset = strategy_lib.worker_role(strategy).seed_offset
         updates = math.ceil(run.total_steps / run.steps_per_update)
         self.learner = agent.Learner(
@@ -44,19 +43,13 @@ class ActorLearner(NetworkAgent):
             replayed_per_batch(getattr(agent_config, "replay_ratio", 0.0), run.batch_unrolls),
             seed=run.seed + 104729,
         )
-        self.max_nonfinite_updates = getattr(agent_config, "max_nonfinite_updates", 10)
-        self.source = None
 
     def checkpoint_items(self) -> dict:
         return {**self.learner.checkpoint_items(), "network": self.learner.network}
 
     def start(self, counters) -> None:
         run, self.counters = self.run_config, counters
-        spec = ActorSpec(
-            run.env_id, self.network_config, run.num_envs, run.unroll_length,
-            seed=run.seed + 7919 * counters.updates + self.seed_offset,
-            env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,
-        )  # fmt: skip
+        spec = self.actor_spec(run.unroll_length, counters.updates, self.seed_offset)
         self.source = unroll_source(
             run, spec, self.acting_network, self.env_factory, start=counters.updates
         )
@@ -81,7 +74,3 @@ class ActorLearner(NetworkAgent):
 
     def row_fields(self, times: dict | None) -> dict:
         return {} if times is None else self.times.fields(times["interval"], times["eval"])
-
-    def close(self) -> None:
-        if self.source is not None:
-            self.source.close()

@@ -87,14 +87,58 @@ class RunAgent(Protocol):
 
 class NetworkAgent:
     """Defaults of a :class:`RunAgent` whose policy is the actor-critic network of its
-    ``learner`` (``network``, ``get_weights()``, ``checkpoint_items()``); it also has
-    ``run_config`` and ``network_config``."""
+    ``learner`` (``network``, ``get_weights()``, ``checkpoint_items()``), set by the
+    subclass; ``source`` is what acts (an unroll source, a worker pool or an actor), which
+    :meth:`advance` advances and :meth:`close` closes. ``env_factory``: ``(num_envs, seed)
+    -> VectorEnv`` of the actors (None: ``make_vector_env``)."""
 
     extra_state = None
     lock = contextlib.nullcontext()
+    source = None
+
+    def __init__(self, run, config, network_config, env_factory=None):
+        self.run_config, self.config, self.network_config = run, config, network_config
+        self.env_factory = env_factory
+        self.max_nonfinite_updates = getattr(config, "max_nonfinite_updates", 10)
 
     def checkpoint_items(self) -> dict:
         return self.learner.checkpoint_items()
+
+    def actor_spec(self, unroll_length: int, restart: int, offset: int = 0):
+        """The :class:`~tfagents_vtrace.runtime.actor.ActorSpec` of the run's ``num_envs``
+        environments acting ``unroll_length`` steps per unroll, seeded by the run's seed, the
+        counter the run restarted at (``restart``: a resumed run does not replay the same
+        episodes) and the actor's ``offset``."""
+        from tfagents_vtrace.runtime.actor import ActorSpec
+
+        run = self.run_config
+        seed = run.seed + 7919 * restart + offset
+        return ActorSpec(
+            run.env_id, self.network_config, run.num_envs, unroll_length, seed=seed,
+            env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,
+        )  # fmt: skip
+
+    def actor_env_factory(self):
+        """``seed -> VectorEnv`` of ``env_factory`` for one actor (None without one)."""
+        factory, num_envs = self.env_factory, self.run_config.num_envs
+        return None if factory is None else lambda seed: factory(num_envs, seed)
+
+    def start_workers(self, workers: list, steps: int, start: int) -> None:
+        """``workers`` (``iterate()``, ``close()``) on a started
+        :class:`~tfagents_vtrace.runtime.workers.WorkerPool` as ``source``; an iteration is
+        ``steps`` environment steps, the run restarted at step ``start``."""
+        from tfagents_vtrace.runtime.workers import WorkerPool
+
+        run = self.run_config
+        self.source = WorkerPool(workers, steps, start, run.total_steps, run.deterministic)
+        self.source.start()
+
+    def advance(self) -> dict:
+        return self.source.advance()
+
+    def close(self) -> None:
+        if self.source is not None:
+            self.source.close()
 
     def build_network(self):
         """A new network of the run's config for its environment's spaces."""

@@ -120,9 +120,7 @@ def make_evaluator(run, policy, env_factory=None) -> Evaluator:
     ``run.env_id`` (``make_vector_env`` unless ``env_factory(num_envs, seed)`` is given),
     acting with the greedy ``policy``, seeded from ``10_000 + run.seed``."""
     if env_factory is None:
-        from tfagents_vtrace.envs import make_vector_env
+        from tfagents_vtrace.envs.factory import vector_env_factory
 
-        env_factory = lambda n, seed: make_vector_env(  # noqa: E731
-            run.env_id, n, seed, mode="auto", **run.env_kwargs
-        )
+        env_factory = vector_env_factory(run.env_id, "auto", run.env_kwargs)
     return Evaluator(env_factory, policy, run.eval_episodes, seed=10_000 + run.seed)

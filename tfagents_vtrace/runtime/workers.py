@@ -33,19 +33,14 @@ class WorkerPool:
         it was dropped) and ``close()`` (called in the worker's thread when it ends).
       steps: environment steps of one iteration.
       start, total: the restored and the final environment step.
-      poll_s: seconds :meth:`advance` waits.
+      deterministic: no threads; see :meth:`advance`.
     """
 
-    def __init__(
-        self,
-        workers: list,
-        steps: int,
-        start: int,
-        total: int,
-        poll_s: float = 0.02,
-        deterministic: bool = False,
-    ):
-        self.workers, self.steps, self.poll_s = workers, int(steps), poll_s
+    poll_s = 0.02
+    """Seconds :meth:`advance` waits."""
+
+    def __init__(self, workers: list, steps: int, start: int, total: int, deterministic=False):
+        self.workers, self.steps = workers, int(steps)
         self.budget = StepBudget(start, total)
         self.stop = threading.Event()
         self.metrics: dict = {}

@@ -29,9 +29,8 @@ from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.worker import AcerWorker
 from tfagents_vtrace.replay.episodic import EpisodicReplay
-from tfagents_vtrace.runtime.actor import Actor, ActorSpec
+from tfagents_vtrace.runtime.actor import Actor
 from tfagents_vtrace.runtime.driver import NetworkAgent
-from tfagents_vtrace.runtime.workers import WorkerPool
 
 
 class AcerAgent(NetworkAgent):
@@ -40,42 +39,34 @@ class AcerAgent(NetworkAgent):
 
     def __init__(self, run, config, network_config, strategy=None, env_factory=None):
         placement.check_local_agent(run, strategy, config, AcerConfig, "ACER")
-        self.run_config, self.config, self.network_config = run, config, network_config
-        self.env_factory = env_factory
+        super().__init__(run, config, network_config, env_factory)
         self.steps = config.t_max * run.num_envs
         per_iter = max(int(not config.disable_online_update) + config.n_times_replay, 1)
         updates = math.ceil(run.total_steps / self.steps) * per_iter
         self.learner = AcerLearner(config, self.build_network, total_updates=updates)
-        self.lock, self.max_nonfinite_updates = self.learner.lock, config.max_nonfinite_updates
+        self.lock = self.learner.lock
         self.extra_state = EpisodicReplay(config.replay_capacity)
-        self.pool, self.inline, self._zero_states = None, None, {}
+        self.inline, self.replay_size = None, config.replay_batch_size or run.num_envs
+        state = self.learner.network.initial_state(self.replay_size)
+        self.zero_state = tuple(s.numpy() for s in state)  # of replayed sequences, as numpy
 
     def actor(self, worker: int, network) -> Actor:
         """Worker ``worker``'s actor (0: the inline one), seeded by the restored step."""
-        run, factory = self.run_config, self.env_factory
-        spec = ActorSpec(
-            run.env_id, self.network_config, run.num_envs, self.config.t_max,
-            seed=run.seed + 7919 * self.counters.env_steps + 104_729 * worker,
-            env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,
-        )  # fmt: skip
-        env_factory = None if factory is None else lambda seed: factory(run.num_envs, seed)
-        return Actor(spec, max(worker - 1, 0), network, env_factory)
+        spec = self.actor_spec(self.config.t_max, self.counters.env_steps, 104_729 * worker)
+        return Actor(spec, max(worker - 1, 0), network, self.actor_env_factory())
 
     def start(self, counters) -> None:
         self.counters = counters
         self.rng = np.random.default_rng(self.run_config.seed + 7919 * counters.env_steps)
         if self.config.num_workers == 0:
-            self.inline = self.actor(0, self.learner.network)
+            self.source = self.inline = self.actor(0, self.learner.network)
             return
         workers = [AcerWorker(self, i + 1) for i in range(self.config.num_workers)]
-        run = self.run_config
-        self.pool = WorkerPool(workers, self.steps, counters.env_steps, run.total_steps,
-                               deterministic=run.deterministic)  # fmt: skip
-        self.pool.start()
+        self.start_workers(workers, self.steps, counters.env_steps)
 
     def advance(self) -> dict:
-        if self.pool is not None:
-            return self.pool.advance()
+        if self.inline is None:
+            return super().advance()
         return self.iterate(self.inline, 0, self.learner.train_step)
 
     def iterate(self, actor: Actor, stream: int, update) -> dict:
@@ -108,17 +99,8 @@ class AcerAgent(NetworkAgent):
         """A replayed batch, or None while the replay is below ``replay_start_size``."""
         if len(self.extra_state) < max(self.config.replay_start_size, 1):
             return None
-        size = self.config.replay_batch_size or self.run_config.num_envs
-        if size not in self._zero_states:  # the initial state as numpy, once per size
-            state = self.learner.network.initial_state(size)
-            self._zero_states[size] = tuple(s.numpy() for s in state)
-        return self.extra_state.sample(size, self.config.t_max, self.rng, self._zero_states[size])
+        size, t_max = self.replay_size, self.config.t_max
+        return self.extra_state.sample(size, t_max, self.rng, self.zero_state)
 
     def row_fields(self, times: dict | None) -> dict:
         return {"replay_size": len(self.extra_state)} if times is not None else {}
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-        elif self.inline is not None:
-            self.inline.close()

@@ -23,6 +23,7 @@ from tfagents_vtrace.agents.taac.config import TaacConfig
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy
 from tfagents_vtrace.agents.taac.rollout import RepeatLengths, Rollout, replay_specs
+from tfagents_vtrace.envs.factory import vector_env_factory
 from tfagents_vtrace.replay.sequence import SequenceReplay
 
 
@@ -43,13 +44,8 @@ class TaacAgent:
             )
         self.run_config, self.config = run, config
         self.max_nonfinite_updates = config.max_nonfinite_updates
-        if env_factory is None:
-            from tfagents_vtrace.envs import make_vector_env
-
-            env_factory = lambda n, seed: make_vector_env(
-                run.env_id, n, seed, mode=run.env_mode, **run.env_kwargs
-            )
-        self.env = env_factory(run.num_envs, run.seed)
+        factory = env_factory or vector_env_factory(run.env_id, run.env_mode, run.env_kwargs)
+        self.env = factory(run.num_envs, run.seed)
         space = self.space = self.env.single_action_space
         if not isinstance(space, gym.spaces.Box):
             raise ValueError(f"env_id: TAAC needs a Box action space, {run.env_id!r} has {space}")
@@ -112,10 +108,8 @@ class TaacAgent:
         export_taac_policy(self.learner, path, self.space, overwrite=True)
 
     def row_fields(self, times: dict | None) -> dict:
-        if times is None:
-            return {}
-        fields = self.rollout.repeats.fields()
-        self.rollout.repeats.reset()
+        fields = {} if times is None else self.rollout.repeats.fields()
+        self.rollout.repeats.reset()  # each row covers the trajectories since the previous
         return fields
 
     def close(self) -> None:
