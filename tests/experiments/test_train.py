@@ -170,3 +170,17 @@ def test_an_always_failing_env_ends_the_run_with_one_line(tmp_path):
     )
     assert "Traceback" not in out.stderr
     assert glob.glob(str(tmp_path / "run" / "checkpoints" / "ckpt-*.index"))  # nothing lost
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow
+def test_the_entry_point_does_not_import_tensorflow_probability():
+    """Time-to-solve counts the imports: ``tensorflow_probability`` (and the ``tf_keras`` it
+    pulls in) costs a CartPole run about a second, and only the agents and heads that build a
+    ``tfp`` distribution may import it, on first use. The flags import every agent's package."""
+    code = (
+        "import sys, experiments.train\n"
+        "print(sorted(m for m in ('tensorflow_probability', 'tf_keras') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=180, check=True)  # fmt: skip
+    assert out.stdout.strip().splitlines()[-1] == "[]"

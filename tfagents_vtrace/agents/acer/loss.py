@@ -40,14 +40,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
-import tensorflow_probability as tfp
 
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.loss_inputs import episode_targets
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import retrace
 
-tfd = tfp.distributions
+
+def _tfd():
+    """``tfp.distributions``, imported on first use: importing this module (the agent
+    registry does, for every agent's flags) must not cost a run of another agent the
+    second ``tensorflow_probability`` takes (``networks.distributions`` does the same)."""
+    import tensorflow_probability as tfp
+
+    return tfp.distributions
 
 
 def project_policy_loss(
@@ -186,7 +192,7 @@ def _discrete_terms(network, avg_network, config: AcerConfig, batch: dict, exact
         return tf.reduce_sum(tf.exp(avg_logp) * (avg_logp - tf.nn.log_softmax(p["logits"])), -1)
 
     q_loss = 0.5 * tf.square(ret.q_ret - q_taken)
-    entropy = tfd.Categorical(logits=logits).entropy()
+    entropy = _tfd().Categorical(logits=logits).entropy()
     return {"logits": logits}, loss_fn, kl_fn, q_loss, entropy, values, log_rhos, mask
 
 
@@ -252,7 +258,7 @@ def _continuous_terms(network, avg_network, config: AcerConfig, batch: dict, exa
         ).loss  # fmt: skip
 
     def kl_fn(p):
-        return tfd.kl_divergence(avg, network.distribution(to_params(p)))
+        return _tfd().kl_divergence(avg, network.distribution(to_params(p)))
 
     q_loss = 0.5 * tf.square(ret.q_ret - q_taken) + 0.5 * tf.square(ret.v_targets - values_all[:-1])
     entropy = network.distribution(params).entropy()
