@@ -102,6 +102,35 @@ def test_epochs_of_minibatches_equal_sequential_sgd_on_whole_unrolls(rng, option
     assert float(learner.optimizer.iterations.numpy()) == 6
 
 
+def test_annealed_entropy_weight_is_used_for_every_sgd_step_of_its_update(rng):
+    """entropy_cost_end: update k of n uses start + (end - start) * k / (n - 1) at each of its
+    SGD steps; checked against hand-written updates with that weight, and the metric."""
+    batches = [_batch(rng) for _ in range(3)]
+    config = _config(num_epochs=2, num_minibatches=2, entropy_cost=0.5, entropy_cost_end=0.0)
+    learner = ImpalaLearner(config, _network, total_updates=3, seed=5)
+    net = _network()
+    opt = keras.optimizers.Adam(LR)
+    opt.build(net.trainable_variables)
+    for k, (batch, want) in enumerate(zip(batches, [0.5, 0.25, 0.0])):
+        assert learner.entropy_coef() == pytest.approx(want)
+        order = learner._minibatch_order(tf.constant(8)).numpy()
+        metrics = learner.train_step(batch)
+        assert metrics["entropy_coef"] == pytest.approx(want), k
+        for idx in order:
+            sub = take_columns(batch, idx, np.take)
+            with tf.GradientTape() as tape:
+                loss, _ = impala_loss(net, config, sub, 1.0 / (5 * len(idx)), entropy_cost=want)
+            grads = tape.gradient(loss, net.trainable_variables)
+            grads, _ = tf.clip_by_global_norm(grads, config.max_grad_norm)
+            opt.apply(grads, net.trainable_variables)
+    _assert_weights_close(learner.get_weights(), net.get_weights())
+    assert learner.entropy_coef() == 0.0  # stays at the end value after the last update
+    constant = ImpalaLearner(_config(entropy_cost=0.5), _network, total_updates=3)
+    assert "entropy_coef" not in constant.train_step(batches[0])
+    with pytest.raises(ValueError, match="entropy_cost_end"):
+        _config(entropy_cost_end=-0.1)
+
+
 def test_minibatches_keep_unrolls_whole(rng):
     batch = _batch(rng)
     batch["state"] = (rng.normal(size=(8, 4)).astype(np.float32),)

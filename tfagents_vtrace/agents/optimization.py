@@ -136,3 +136,20 @@ def optimizer_from_config(config, total_updates: int | None):
         adam_beta2=config.adam_beta2,
         adam_epsilon=config.adam_epsilon,
     )
+
+
+def entropy_coefficient(
+    step: tf.Tensor | int, total: tf.Tensor | int | None, start: float, end: float
+) -> tf.Tensor:
+    """Linearly annealed entropy weight: ``start + (end - start) * min(step / total, 1)``.
+
+    ``step`` and ``total`` count the same unit (updates for A2C and IMPALA, environment steps
+    for A3C); ``total`` None or 0 keeps the weight at ``start``. Returns a float32 scalar;
+    no gradient.
+    """
+    start_t = tf.constant(float(start), tf.float32)
+    if total is None or (isinstance(total, int) and total <= 0):
+        return start_t
+    frac = tf.cast(step, tf.float32) / tf.maximum(tf.cast(total, tf.float32), 1.0)
+    frac = tf.clip_by_value(frac, 0.0, 1.0)
+    return start_t + (float(end) - float(start)) * frac

@@ -7,7 +7,8 @@ looks up. The loss module is shared with A3C (:mod:`tfagents_vtrace.agents.a3c`)
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
 from tfagents_vtrace.agents.a2c.learner import A2CLearner
-from tfagents_vtrace.agents.a2c.loss import METRIC_KEYS, a2c_loss, entropy_coefficient
+from tfagents_vtrace.agents.a2c.loss import METRIC_KEYS, a2c_loss
+from tfagents_vtrace.agents.optimization import entropy_coefficient
 
 Config = A2CConfig
 Learner = A2CLearner

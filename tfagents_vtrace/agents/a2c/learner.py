@@ -16,7 +16,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
-from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
+from tfagents_vtrace.agents.a2c.loss import a2c_loss
+from tfagents_vtrace.agents.optimization import entropy_coefficient
 from tfagents_vtrace.agents.replicated_learner import ReplicatedLearner
 
 

@@ -1,4 +1,5 @@
-"""The advantage actor-critic loss shared by A2C and A3C, and the entropy-weight schedule.
+"""The advantage actor-critic loss shared by A2C and A3C (the entropy-weight schedule is
+:func:`tfagents_vtrace.agents.optimization.entropy_coefficient`).
 
 Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
 https://arxiv.org/abs/1602.01783 (A3C, Algorithm S3), with the advantages of Schulman et al.,
@@ -60,22 +61,6 @@ METRIC_KEYS = (
 )
 
 
-def entropy_coefficient(
-    step: tf.Tensor | int, total: tf.Tensor | int | None, start: float, end: float
-) -> tf.Tensor:
-    """Linearly annealed entropy weight: ``start + (end - start) * min(step / total, 1)``.
-
-    ``step`` and ``total`` count the same unit (updates for A2C, environment steps for A3C);
-    ``total`` None or 0 keeps the weight at ``start``. Returns a float32 scalar; no gradient.
-    """
-    start_t = tf.constant(float(start), tf.float32)
-    if total is None or (isinstance(total, int) and total <= 0):
-        return start_t
-    frac = tf.cast(step, tf.float32) / tf.maximum(tf.cast(total, tf.float32), 1.0)
-    frac = tf.clip_by_value(frac, 0.0, 1.0)
-    return start_t + (float(end) - float(start)) * frac
-
-
 def a2c_loss(
     network,
     config: A2CConfig,
@@ -91,7 +76,8 @@ def a2c_loss(
       config: the :class:`A2CConfig` (discount, gae_lambda, baseline_cost, reward_clipping).
       batch: the runtime's unroll dict (module docstring); ``policy`` holds the behaviour
         policy's parameters ``[T, B, ...]`` (used only for the ``mean_abs_log_rho`` metric).
-      entropy_coef: beta_e, float32 scalar (see :func:`entropy_coefficient`).
+      entropy_coef: beta_e, float32 scalar (see
+        :func:`tfagents_vtrace.agents.optimization.entropy_coefficient`).
       scale: ``1 / (T * global_B)`` so replica losses sum to the global-batch mean.
 
     Returns:

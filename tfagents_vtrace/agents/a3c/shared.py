@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.agents import batching, optimization, placement
-from tfagents_vtrace.agents.a2c.loss import a2c_loss, entropy_coefficient
+from tfagents_vtrace.agents.a2c.loss import a2c_loss
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 
 
@@ -149,7 +149,10 @@ class A3CLearner:
         """The entropy weight at global step ``step`` (default: now)."""
         step = self.shared.step if step is None else step
         c = self.config
-        return float(entropy_coefficient(step, self.total_steps, c.entropy_start, c.entropy_end))
+        coef = optimization.entropy_coefficient(
+            step, self.total_steps, c.entropy_start, c.entropy_end
+        )
+        return float(coef)
 
     def get_weights(self) -> list[np.ndarray]:
         """The global weights, copied while no update is in flight."""

@@ -56,7 +56,10 @@ class ImpalaConfig(LearnerConfig):
     baseline_cost: float = 0.5
     """Weight of the value loss ``0.5 * (vs - V)^2`` (>= 0)."""
     entropy_cost: float = 0.01
-    """Weight of the entropy bonus (>= 0)."""
+    """Weight of the entropy bonus (>= 0); the first update's when ``entropy_cost_end`` is set."""
+    entropy_cost_end: float | None = None
+    """None (the entropy weight stays ``entropy_cost``), or a weight >= 0 that the entropy
+    weight anneals to linearly over the run's updates (the last update uses it)."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this (> 0) before clipping; values then learn returns of
     order one (e.g. 0.1 on CartPole, whose returns reach ~100)."""
@@ -117,6 +120,8 @@ class ImpalaConfig(LearnerConfig):
         _positive("adam_epsilon", self.adam_epsilon)
         for name in ("max_grad_norm", "baseline_cost", "entropy_cost"):
             _positive(name, getattr(self, name), allow_zero=True)
+        if self.entropy_cost_end is not None:
+            _positive("entropy_cost_end", self.entropy_cost_end, allow_zero=True)
         for name in ("clip_rho_threshold", "clip_pg_rho_threshold", "clip_c_threshold"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))

@@ -46,7 +46,7 @@ import collections
 
 import tensorflow as tf
 
-from tfagents_vtrace.agents import loss_inputs
+from tfagents_vtrace.agents import loss_inputs, optimization
 from tfagents_vtrace.agents.impala.config import ImpalaConfig
 from tfagents_vtrace.agents.replicated_learner import ReplicatedLearner
 from tfagents_vtrace.networks import NetInputs
@@ -107,13 +107,20 @@ def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
 
 
 def impala_loss(
-    network, config: ImpalaConfig, batch: dict, scale: float | tf.Tensor
+    network,
+    config: ImpalaConfig,
+    batch: dict,
+    scale: float | tf.Tensor,
+    entropy_cost: float | tf.Tensor | None = None,
 ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
     """The IMPALA loss of the module docstring, summed over ``[T, B]`` and times ``scale``.
 
-    ``scale`` is ``1 / (T * global_B)`` so replica losses sum to the global-batch mean.
+    ``scale`` is ``1 / (T * global_B)`` so replica losses sum to the global-batch mean;
+    ``entropy_cost`` overrides ``config.entropy_cost`` (the learner's annealed weight).
     Returns ``(loss, metrics)``; metrics are scaled the same way (they sum over replicas).
     """
+    if entropy_cost is None:
+        entropy_cost = config.entropy_cost
     terms = loss_terms(network, config, batch)
     mask, vt = terms.mask, terms.vtrace
     adv = vt.pg_advantages
@@ -137,7 +144,7 @@ def impala_loss(
         value_error = tf.maximum(value_error, tf.square(vt.vs - clipped_values))
     baseline_loss = 0.5 * tf.reduce_sum(mask * value_error) * scale
     entropy_sum = tf.reduce_sum(mask * terms.entropy) * scale
-    loss = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy_sum
+    loss = pg_loss + config.baseline_cost * baseline_loss - entropy_cost * entropy_sum
     if config.kl_cost > 0.0:
         kl = tf.reduce_sum(mask * _behaviour_kl(network, batch, terms)) * scale
         loss = loss + config.kl_cost * kl
@@ -193,8 +200,31 @@ class ImpalaLearner(ReplicatedLearner):
 
     config_type = ImpalaConfig
 
-    def _loss(self, batch: dict, scale: tf.Tensor) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        return impala_loss(self.network, self.config, batch, scale)
+    def entropy_coef(self) -> float:
+        """The entropy weight the next update will use."""
+        return float(self._entropy_coef())
+
+    def _entropy_coef(self) -> tf.Tensor:
+        """``entropy_cost``, or update k of n (k counted from the optimizer's applied SGD
+        steps, so it resumes with the checkpoint) uses ``start + (end - start) * k / (n - 1)``."""
+        c = self.config
+        if c.entropy_cost_end is None:
+            return tf.constant(float(c.entropy_cost), tf.float32)
+        total = None if not self.total_updates else max(int(self.total_updates) - 1, 1)
+        update = tf.cast(self.optimizer.iterations, tf.int64) // self._sgd_steps
+        return optimization.entropy_coefficient(update, total, c.entropy_cost, c.entropy_cost_end)
+
+    def _step_inputs(self) -> tuple[tf.Tensor]:
+        return (self._entropy_coef(),)
+
+    def _loss(
+        self, batch: dict, scale: tf.Tensor, entropy_cost: tf.Tensor
+    ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        return impala_loss(self.network, self.config, batch, scale, entropy_cost)
+
+    def _after_update(self, metrics: dict, entropy_cost: tf.Tensor) -> None:
+        if self.config.entropy_cost_end is not None:
+            metrics["entropy_coef"] = entropy_cost
 
     def _old_outputs(self, batch: dict) -> dict[str, tf.Tensor]:
         return old_outputs(self.network, self.config, batch) if self._needs_old else {}
