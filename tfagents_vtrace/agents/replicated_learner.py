@@ -158,6 +158,13 @@ class ReplicatedLearner:
     def _after_update(self, metrics: dict, *inputs) -> None:
         """Runs after the optimizer step (cross-replica); may add entries to ``metrics``."""
 
+    def _anneal(self, update: tf.Tensor, start: float, end: float) -> tf.Tensor:
+        """A weight annealed linearly over the run: update k of ``total_updates`` n uses
+        ``start + (end - start) * k / (n - 1)`` (the last one ``end``, then it stays);
+        ``start`` throughout when ``total_updates`` is None."""
+        total = None if not self.total_updates else max(int(self.total_updates) - 1, 1)
+        return optimization.entropy_coefficient(update, total, start, end)
+
     def _old_outputs(self, batch: dict) -> dict[str, tf.Tensor]:
         """Entries added to the batch before its first SGD step (e.g. the policy's
         log-probs then), ``[T(+1), B, ...]`` each; none by default."""

@@ -17,7 +17,6 @@ import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
 from tfagents_vtrace.agents.a2c.loss import a2c_loss
-from tfagents_vtrace.agents.optimization import entropy_coefficient
 from tfagents_vtrace.agents.replicated_learner import ReplicatedLearner
 
 
@@ -53,9 +52,7 @@ class A2CLearner(ReplicatedLearner):
 
     def _entropy_coef(self) -> tf.Tensor:
         """Update k of n uses ``start + (end - start) * k / (n - 1)``: the last one uses ``end``."""
-        c = self.config
-        total = None if not self.total_updates else max(int(self.total_updates) - 1, 1)
-        return entropy_coefficient(self.updates, total, c.entropy_start, c.entropy_end)
+        return self._anneal(self.updates, self.config.entropy_start, self.config.entropy_end)
 
     def _step_inputs(self) -> tuple[tf.Tensor]:
         return (self._entropy_coef(),)

@@ -46,7 +46,7 @@ import collections
 
 import tensorflow as tf
 
-from tfagents_vtrace.agents import loss_inputs, optimization
+from tfagents_vtrace.agents import loss_inputs
 from tfagents_vtrace.agents.impala.config import ImpalaConfig
 from tfagents_vtrace.agents.replicated_learner import ReplicatedLearner
 from tfagents_vtrace.networks import NetInputs
@@ -210,9 +210,8 @@ class ImpalaLearner(ReplicatedLearner):
         c = self.config
         if c.entropy_cost_end is None:
             return tf.constant(float(c.entropy_cost), tf.float32)
-        total = None if not self.total_updates else max(int(self.total_updates) - 1, 1)
         update = tf.cast(self.optimizer.iterations, tf.int64) // self._sgd_steps
-        return optimization.entropy_coefficient(update, total, c.entropy_cost, c.entropy_cost_end)
+        return self._anneal(update, c.entropy_cost, c.entropy_cost_end)
 
     def _step_inputs(self) -> tuple[tf.Tensor]:
         return (self._entropy_coef(),)
