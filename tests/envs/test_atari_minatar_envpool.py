@@ -92,3 +92,61 @@ def test_envpool_atari_channels_last():
     assert obs.shape == (2, 84, 84, 4) and obs.dtype == np.uint8
     _check_stack_shifts(prev, obs)
     env.close()
+
+
+class _RandomUpDown:
+    """Each env takes UP (2) or DOWN (3) uniformly at random every step; logits unused."""
+
+    def __init__(self, num_envs: int):
+        self.rng = np.random.default_rng(0)
+        self.num_envs = num_envs
+
+    def step(self, obs, first, prev_action, prev_reward, state):
+        action = self.rng.choice([2, 3], size=self.num_envs).astype(np.int32)
+        return action, {"logits": np.zeros((self.num_envs, 6), np.float32)}, state
+
+
+def _paddle_row(frame: np.ndarray) -> float:
+    """Mean row of our (right-hand) paddle in an 84x84 Pong frame: the non-background pixels
+    of columns 73-76 between the top and bottom walls."""
+    band = frame[14:78, 73:77].astype(np.int32)
+    rows = np.nonzero((band != np.bincount(band.ravel()).argmax()).any(axis=1))[0]
+    return float(rows.mean()) if rows.size else np.nan
+
+
+@needs_atari
+def test_atari_unroll_actions_line_up_with_the_observations_they_cause():
+    """The learner's view of Pong is causal: in an unroll, the action recorded at step t moves
+    our paddle between ``observation[t]`` and ``observation[t + 1]`` (DOWN minus UP: a mean
+    move of ~2.8 rows; Pong's paddle lags, so action t - 1 moves it more, ~5 rows), while the
+    action recorded at t + 1 cannot have moved it (~0.3). Actions recorded one step early
+    or late relative to the observations fail one of the two bounds."""
+    from tfagents_vtrace.networks.config import NetworkConfig
+    from tfagents_vtrace.runtime.actor import Actor, ActorSpec
+
+    b_envs, steps = 8, 200
+    spec = ActorSpec(
+        "ALE/Pong-v5",
+        NetworkConfig(torso="small_atari_cnn"),
+        num_envs=b_envs,
+        unroll_length=steps,
+        env_kwargs={"repeat_action_probability": 0.0},
+    )
+    actor = Actor(spec)
+    actor.policy = _RandomUpDown(b_envs)
+    u, _ = actor.unroll()
+    actor.close()
+    frames = u["observation"][..., -1]
+    rows = np.array([[_paddle_row(frames[t, b]) for b in range(b_envs)] for t in range(steps + 1)])
+    dy = rows[1:] - rows[:-1]  # move between observation t and t + 1
+    valid = ~(u["reset"][:-1] | u["reset"][1:]) & np.isfinite(dy)
+
+    def effect(shift: int) -> float:
+        """Mean move after DOWN minus after UP, for the action recorded at t + shift."""
+        t = np.arange(1, steps - 1)
+        a, d, ok = u["action"][t + shift], dy[t], valid[t]
+        return float(d[ok & (a == 3)].mean() - d[ok & (a == 2)].mean())
+
+    assert valid.sum() > 0.9 * valid.size
+    assert effect(0) > 1.5, effect(0)
+    assert abs(effect(1)) < 1.0, effect(1)
