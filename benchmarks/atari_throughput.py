@@ -11,9 +11,11 @@ turns round by round (ours, the ResNet + LSTM config, SB3 with each torch thread
 load on the shared 2-core machine hits all alike; medians over rounds and the ratios of ours
 to SB3 at its best thread count are printed in one table, the last line is JSON.
 
-* ``ours``: ``python -m experiments.train --flagfile=experiments/configs/impala_atari_pong.cfg
-  --num_envs=N`` (its actors and unroll length), read from the final JSON line's
-  ``train_sps`` (steps / seconds of the training loop: no imports, no final evaluation).
+* ``ours``: ``python -m experiments.train
+  --flagfile=experiments/configs/impala_atari_pong_nature_cnn.cfg --num_envs=N`` (the
+  paper's one-SGD-step IMPALA on the Nature CNN; its actors and unroll length), read from
+  the final JSON line's ``train_sps`` (steps / seconds of the training loop: no imports, no
+  final evaluation).
 * ``resnet_lstm``: the same with ``impala_atari_pong_resnet_lstm_gpu.cfg``.
 * ``sb3_a2c``: Stable-Baselines3 ``A2C("CnnPolicy")`` with its Atari defaults
   (``make_atari_env`` + ``VecFrameStack(4)``, n_steps 5, RMSProp) on CPU with
@@ -38,7 +40,7 @@ import tempfile  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {
-    "ours": "impala_atari_pong.cfg",
+    "ours": "impala_atari_pong_nature_cnn.cfg",
     "resnet_lstm": "impala_atari_pong_resnet_lstm_gpu.cfg",
 }
 NEEDS = {"ours": ("ale_py", "cv2"), "resnet_lstm": ("ale_py", "cv2"),
