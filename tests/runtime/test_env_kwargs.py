@@ -1,10 +1,12 @@
-"""Run settings that become environment constructor arguments: ``num_trials`` (bandits) and
-``screen_size`` (Atari), from RunConfig to the actors, the evaluator and config.json."""
+"""Run settings that become environment constructor arguments: ``num_trials`` (bandits),
+``screen_size`` and ``repeat_action_probability`` (Atari), from RunConfig to the actors, the
+evaluator and config.json."""
 
 import importlib.util
 import json
 import os
 
+import numpy as np
 import pytest
 
 import tfagents_vtrace.envs as envs
@@ -58,3 +60,49 @@ def test_screen_size_gives_42x42_atari_frames(mode):
     finally:
         env.close()
     assert RunConfig(env_id="ALE/Pong-v5", screen_size=42).env_kwargs == {"screen_size": 42}
+
+
+def _paddle_rows(frames: np.ndarray) -> np.ndarray:
+    """Mean row of our (right-hand) paddle in each 84x84 Pong frame ``[N, 84, 84]``: the
+    non-background pixels of columns 73-76 between the top and bottom walls."""
+    rows = []
+    for frame in frames:
+        band = frame[14:78, 73:77].astype(np.int32)
+        hit = np.nonzero((band != np.bincount(band.ravel()).argmax()).any(axis=1))[0]
+        rows.append(hit.mean() if hit.size else np.nan)
+    return np.array(rows)
+
+
+@pytest.mark.skipif(not (has("ale_py") and has("cv2")), reason="atari extra")
+@pytest.mark.parametrize("mode", ["auto", "sync"])
+def test_repeat_action_probability_sets_sticky_actions(mode):
+    """With sticky actions at 1, ALE keeps repeating the no-op it reset with, so pressing
+    DOWN never moves our paddle; at 0 six DOWNs move it ~30 of the frame's 84 rows."""
+    moves = {}
+    for p in (0.0, 1.0):
+        kwargs = RunConfig(env_id="ALE/Pong-v5", repeat_action_probability=p).env_kwargs
+        assert kwargs == {"repeat_action_probability": p}
+        env = envs.make_vector_env("ALE/Pong-v5", 2, seed=0, mode=mode, **kwargs)
+        try:
+            obs, _ = env.reset(seed=3)
+            start = _paddle_rows(obs[..., -1])
+            for _ in range(6):
+                obs, *_ = env.step(np.full(2, 3))  # DOWN
+            moves[p] = _paddle_rows(obs[..., -1]) - start
+        finally:
+            env.close()
+    assert np.all(moves[0.0] > 4.0), moves
+    assert np.all(np.abs(moves[1.0]) < 1.0), moves
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, True, "0.25"])
+def test_repeat_action_probability_out_of_range_names_the_flag(value):
+    with pytest.raises(ValueError, match="repeat_action_probability: expected"):
+        RunConfig(env_id="ALE/Pong-v5", repeat_action_probability=value)
+
+
+def test_repeat_action_probability_is_for_atari_only():
+    with pytest.raises(ValueError, match="repeat_action_probability: only Atari ids"):
+        RunConfig(env_id="CartPole-v1", repeat_action_probability=0.0)
+    config = {"run_config": {"repeat_action_probability": 0.0}}
+    assert read_env_kwargs(config, "ALE/Pong-v5") == {"repeat_action_probability": 0.0}

@@ -113,24 +113,37 @@ def make_env(env_id: str, seed: int | None = None, **env_kwargs: Any) -> gym.Env
     return env
 
 
-def run_env_kwargs(env_id: str, num_trials: int | None, screen_size: int | None) -> dict:
+def run_env_kwargs(
+    env_id: str,
+    num_trials: int | None,
+    screen_size: int | None,
+    repeat_action_probability: float | None = None,
+) -> dict:
     """The constructor arguments a run's settings give ``env_id``'s environments.
 
     ``num_trials`` (pulls per episode) applies to the bandit ids only, ``screen_size`` (frame
-    side in pixels) to ``ALE/*`` ids only; None leaves the environment's default. Raises
-    ValueError naming the setting when it is set for another environment or is not a
-    positive int.
+    side in pixels) and ``repeat_action_probability`` (sticky actions: the chance that ALE
+    repeats the previous action on each frame; v5 ids use 0.25) to ``ALE/*`` ids only; None
+    leaves the environment's default. Raises ValueError naming the setting when it is set
+    for another environment or is out of range (a positive int; a probability in [0, 1]).
     """
     from tfagents_vtrace.envs import BANDIT_IDS
 
+    atari = (_family(env_id) == "atari", "Atari ids (ALE/*)")
     kwargs = {}
-    for name, value, applies, which in (
-        ("num_trials", num_trials, env_id in BANDIT_IDS, f"the bandit ids {list(BANDIT_IDS)}"),
-        ("screen_size", screen_size, _family(env_id) == "atari", "Atari ids (ALE/*)"),
+    for name, value, (applies, which) in (
+        ("num_trials", num_trials, (env_id in BANDIT_IDS, f"the bandit ids {list(BANDIT_IDS)}")),
+        ("screen_size", screen_size, atari),
+        ("repeat_action_probability", repeat_action_probability, atari),
     ):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if name == "repeat_action_probability":
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if not (ok and 0.0 <= value <= 1.0):
+                raise ValueError(f"{name}: expected None or a number in [0, 1], received {value!r}")
+            value = float(value)
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}: expected None or a positive int, received {value!r}")
         if not applies:
             raise ValueError(f"{name}: only {which} take it; env_id is {env_id!r}")

@@ -23,6 +23,10 @@ class RunConfig:
     screen_size: int | None = None
     """Atari (ALE/*) only: side of the square greyscale frames; None keeps 84 (42 is the
     A3C meta-RL fork's, for ``--torso=universe_cnn``)."""
+    repeat_action_probability: float | None = None
+    """Atari (ALE/*) only: sticky actions, the probability in [0, 1] that ALE repeats the
+    previous action on each frame; None keeps the id's (0.25 for v5, as Machado et al. 2018
+    recommend; 0 is the deterministic protocol of ``PongNoFrameskip-v4``-style results)."""
     seed: int = 0
     """Seeds environments, action sampling and network initialisation."""
     total_steps: int = 1_000_000
@@ -84,7 +88,9 @@ class RunConfig:
             raise ValueError(f"env_id: expected a non-empty str, received {self.env_id!r}")
         from tfagents_vtrace.envs.factory import run_env_kwargs
 
-        run_env_kwargs(self.env_id, self.num_trials, self.screen_size)  # ValueError if misused
+        run_env_kwargs(  # ValueError if misused
+            self.env_id, self.num_trials, self.screen_size, self.repeat_action_probability
+        )
         check_int("seed", self.seed, 0)
         check_int("total_steps", self.total_steps, 1)
         check_int("num_actors", self.num_actors, 0)
@@ -132,11 +138,13 @@ class RunConfig:
 
     @property
     def env_kwargs(self) -> dict:
-        """Constructor arguments of this run's environments (``num_trials``, ``screen_size``
-        when set)."""
+        """Constructor arguments of this run's environments (``num_trials``, ``screen_size``,
+        ``repeat_action_probability`` when set)."""
         from tfagents_vtrace.envs.factory import run_env_kwargs
 
-        return run_env_kwargs(self.env_id, self.num_trials, self.screen_size)
+        return run_env_kwargs(
+            self.env_id, self.num_trials, self.screen_size, self.repeat_action_probability
+        )
 
     @property
     def row_every_steps(self) -> int:

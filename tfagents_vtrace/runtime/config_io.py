@@ -80,12 +80,18 @@ def run_config_dict(agent_name: str, run, agent_config, network_config) -> dict:
 
 def read_env_kwargs(config: dict, env_id: str) -> dict:
     """The environment constructor arguments of a run's ``config.json`` (``num_trials``,
-    ``screen_size`` of its run config; ``{}`` for runs written before they existed).
+    ``screen_size``, ``repeat_action_probability`` of its run config; ``{}`` for runs written
+    before they existed).
     ValueError when they do not apply to ``env_id``."""
     from tfagents_vtrace.envs.factory import run_env_kwargs
 
     run = config.get("run_config") or {}
-    return run_env_kwargs(env_id, run.get("num_trials"), run.get("screen_size"))
+    return run_env_kwargs(
+        env_id,
+        run.get("num_trials"),
+        run.get("screen_size"),
+        run.get("repeat_action_probability"),
+    )
 
 
 def write_run_config(logdir: str, agent_name: str, run, agent_config, network_config) -> str:
