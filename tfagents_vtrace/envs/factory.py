@@ -24,6 +24,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from tfagents_vtrace.validation import check_int, check_number
+
 MODES: tuple[str, ...] = ("auto", "sync", "async", "envpool")
 
 
@@ -129,22 +131,25 @@ def run_env_kwargs(
     """
     from tfagents_vtrace.envs import BANDIT_IDS
 
+    def positive_int(name, value):
+        check_int(name, value, 1)
+        return value
+
+    def probability(name, value):
+        check_number(name, value, 0.0, 1.0, low_open=False, high_open=False)
+        return float(value)
+
     atari = (_family(env_id) == "atari", "Atari ids (ALE/*)")
+    bandits = (env_id in BANDIT_IDS, f"the bandit ids {list(BANDIT_IDS)}")
     kwargs = {}
-    for name, value, (applies, which) in (
-        ("num_trials", num_trials, (env_id in BANDIT_IDS, f"the bandit ids {list(BANDIT_IDS)}")),
-        ("screen_size", screen_size, atari),
-        ("repeat_action_probability", repeat_action_probability, atari),
+    for name, value, check, (applies, which) in (
+        ("num_trials", num_trials, positive_int, bandits),
+        ("screen_size", screen_size, positive_int, atari),
+        ("repeat_action_probability", repeat_action_probability, probability, atari),
     ):
         if value is None:
             continue
-        if name == "repeat_action_probability":
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            if not (ok and 0.0 <= value <= 1.0):
-                raise ValueError(f"{name}: expected None or a number in [0, 1], received {value!r}")
-            value = float(value)
-        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}: expected None or a positive int, received {value!r}")
+        value = check(name, value)
         if not applies:
             raise ValueError(f"{name}: only {which} take it; env_id is {env_id!r}")
         kwargs[name] = value
