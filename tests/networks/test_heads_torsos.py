@@ -179,3 +179,29 @@ def test_binary_uint8_grids_reach_the_network_as_0_1_and_images_are_divided_by_2
         want = ref.torso(tf.constant(expected.astype(np.float32))).numpy()
         np.testing.assert_allclose(got, want, atol=1e-5)
         assert np.abs(got).max() > 0
+
+
+@pytest.mark.parametrize("torso", ["nature_cnn", "small_atari_cnn", "minatar_cnn", "universe_cnn"])
+def test_cnn_init_orthogonal_gives_relu_gain_orthogonal_kernels(torso):
+    """cnn_init="orthogonal": every conv and dense kernel of the torso, as a [fan_in, units]
+    matrix, has orthogonal columns of norm sqrt(2) (fan_in >= units for these layers); the
+    default glorot_uniform kernels do not (their column norms are far from sqrt(2))."""
+    size = 10 if torso == "minatar_cnn" else 84
+    obs = gym.spaces.Box(0, 255, (size, size, 4), np.uint8)
+    kernels = {}
+    for init in ("orthogonal", "glorot"):
+        tf.keras.utils.set_random_seed(0)
+        net = make_network(NetworkConfig(torso=torso, cnn_init=init), obs, gym.spaces.Discrete(3))
+        layers = list(net.torso.convs) + ([net.torso.dense] if net.torso.dense else [])
+        kernels[init] = [
+            layer.kernel.numpy().reshape(-1, layer.kernel.shape[-1]) for layer in layers
+        ]
+    for k in kernels["orthogonal"]:
+        np.testing.assert_allclose(k.T @ k, 2.0 * np.eye(k.shape[1]), atol=1e-4)
+    for k in kernels["glorot"]:
+        assert not np.allclose(np.linalg.norm(k, axis=0), np.sqrt(2.0), atol=0.1)
+
+
+def test_bad_cnn_init_names_it():
+    with pytest.raises(ValueError, match="cnn_init"):
+        NetworkConfig(cnn_init="he")

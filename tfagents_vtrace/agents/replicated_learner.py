@@ -97,13 +97,7 @@ class ReplicatedLearner:
         A non-finite loss or gradient norm skips the update (``skipped`` is 1.0 and
         ``nonfinite_streak`` counts consecutive skips).
         """
-        b = int(np.shape(batch["reward"])[1])
-        if b % (self._minibatches * self.num_replicas):
-            raise ValueError(
-                f"num_minibatches: the batch's B={b} columns must split into "
-                f"{self._minibatches} minibatches of a size divisible by the "
-                f"{self.num_replicas} replicas"
-            )
+        self._check_batch(batch)
         if self.num_replicas == 1:
             out, self._updated_weights = self._single_step(batch)
         elif self._sgd_steps == 1 and not self._needs_old:
@@ -141,6 +135,16 @@ class ReplicatedLearner:
         }
 
     # ------------------------------------------------------------------ subclass hooks
+    def _check_batch(self, batch: dict) -> None:
+        """ValueError naming ``num_minibatches`` when the batch cannot be split."""
+        b = int(np.shape(batch["reward"])[1])
+        if b % (self._minibatches * self.num_replicas):
+            raise ValueError(
+                f"num_minibatches: the batch's B={b} columns must split into "
+                f"{self._minibatches} minibatches of a size divisible by the "
+                f"{self.num_replicas} replicas"
+            )
+
     def _loss(self, batch: dict, scale: tf.Tensor, *inputs) -> tuple[tf.Tensor, dict]:
         """``(loss, metrics)`` of one replica's batch, summed over ``[T, B]`` times ``scale``
         (``1 / (T * global_B)``) so the replicas' values sum to the global-batch mean;

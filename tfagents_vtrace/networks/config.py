@@ -17,6 +17,7 @@ import dataclasses
 from tfagents_vtrace.validation import check_choice as _check_choice
 from tfagents_vtrace.validation import check_positive as _check_positive
 
+CNN_INITS = ("glorot", "orthogonal")
 TORSOS = ("mlp", "nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet")
 CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
@@ -52,6 +53,11 @@ class NetworkConfig:
     activation: str = "tanh"
     # Width of the dense layer that ends a CNN torso; None = the paper's (512 Nature, 256 IMPALA).
     cnn_dense_size: int | None = None
+    # Kernel initializer of the conv torsos' convolutions and dense layer ("nature_cnn",
+    # "small_atari_cnn", "universe_cnn", "minatar_cnn"): "glorot" (Keras's glorot_uniform)
+    # or "orthogonal" (Orthogonal with the relu gain sqrt(2), as OpenAI Baselines' and
+    # CleanRL's Atari networks). Biases start at 0 either way.
+    cnn_init: str = "glorot"
     # Recurrent core: None (feed-forward, state is ()) or "lstm".
     core: str | None = None
     # Number of LSTM units.
@@ -97,6 +103,7 @@ class NetworkConfig:
     def __post_init__(self):
         _check_choice("torso", self.torso, TORSOS)
         _check_choice("core", self.core, CORES)
+        _check_choice("cnn_init", self.cnn_init, CNN_INITS)
         _check_choice("policy_head", self.policy_head, POLICY_HEADS)
         _check_choice("gaussian_std", self.gaussian_std, GAUSSIAN_STDS)
         _check_choice("q_head", self.q_head, Q_HEADS)

@@ -24,6 +24,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from tfagents_vtrace.networks.config import CNN_INITS
+
 
 def preprocess_observation(
     observation: tf.Tensor, num_categories: int | None = None, input_scale: float | None = None
@@ -113,6 +115,16 @@ class MLPTorso(keras.layers.Layer):
         return x
 
 
+def _kernel_init(init: str):
+    """Keras's default ``glorot_uniform``, or ``Orthogonal(sqrt(2))`` (the relu gain used by
+    OpenAI Baselines' and CleanRL's Atari networks)."""
+    if init == "orthogonal":
+        return keras.initializers.Orthogonal(2.0**0.5)
+    if init == "glorot":
+        return "glorot_uniform"
+    raise ValueError(f"cnn_init: expected one of {CNN_INITS}, received {init!r}")
+
+
 class ConvTorso(keras.layers.Layer):
     """Valid-padded relu convolutions, flatten, one relu dense layer: ``[N, H, W, C]`` ->
     ``[N, dense_size]``. ``convs``: ``(filters, kernel, stride)`` per layer. A subclass with
@@ -128,20 +140,30 @@ class ConvTorso(keras.layers.Layer):
         dense_size: int | None = None,
         input_scale: float | None = None,
         convs: tuple[tuple[int, int, int], ...] | None = None,
+        init: str = "glorot",
         **kw,
     ):
         super().__init__(**kw)
         self.input_scale = input_scale
         self.convs = [
             keras.layers.Conv2D(
-                filters, kernel, strides=stride, padding=self.PADDING, activation=self.ACTIVATION
+                filters,
+                kernel,
+                strides=stride,
+                padding=self.PADDING,
+                activation=self.ACTIVATION,
+                kernel_initializer=_kernel_init(init),
             )
             for filters, kernel, stride in (convs or self.CONVS)
         ]
         track_layers(self, "conv", self.convs)
         self.flatten = keras.layers.Flatten()
         size = dense_size or self.DENSE_SIZE
-        self.dense = None if size is None else keras.layers.Dense(size, activation="relu")
+        self.dense = None
+        if size is not None:
+            self.dense = keras.layers.Dense(
+                size, activation="relu", kernel_initializer=_kernel_init(init)
+            )
 
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call

@@ -31,6 +31,7 @@ from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
 from tfagents_vtrace.agents.optimization import LR_DECAYS, OPTIMIZERS
 
 POLICY_LOSSES = ("vtrace", "clipped")
+MINIBATCH_UNITS = ("unrolls", "steps")
 
 
 def _positive(name: str, value, allow_zero: bool = False) -> None:
@@ -80,6 +81,14 @@ class ImpalaConfig(LearnerConfig):
     """Minibatches per epoch (>= 1): the batch's B columns (whole unrolls: every minibatch
     keeps the full time axis) are shuffled once per epoch and split into this many equal
     parts; B must be divisible by it."""
+    minibatch_unit: str = "unrolls"
+    """What a minibatch is made of. "unrolls": whole columns of ``[T, B]``, V-trace
+    recomputed with the current weights at every SGD step (any network). "steps": single
+    time steps shuffled across all unrolls, as PPO's minibatches are, with the V-trace
+    targets and advantages computed over the whole batch with the current weights at the
+    start of every epoch (feed-forward networks on one replica only; ``T * B`` must be
+    divisible by ``num_minibatches``). Steps of one unroll are strongly correlated, so with
+    few unrolls per batch "steps" makes far less noisy minibatches."""
     policy_loss: str = "vtrace"
     """"vtrace" (IMPALA: ``-pg_adv * log pi``) or "clipped" (APPO: PPO's clipped surrogate
     ``-min(r * pg_adv, clip(r, 1 - clip_ratio, 1 + clip_ratio) * pg_adv)`` with
@@ -133,6 +142,7 @@ class ImpalaConfig(LearnerConfig):
         check_int("max_nonfinite_updates", self.max_nonfinite_updates, 1)
         check_int("num_epochs", self.num_epochs, 1)
         check_int("num_minibatches", self.num_minibatches, 1)
+        check_choice("minibatch_unit", self.minibatch_unit, MINIBATCH_UNITS)
         check_choice("policy_loss", self.policy_loss, POLICY_LOSSES)
         check_number("clip_ratio", self.clip_ratio, 0.0, math.inf, True, True)
         check_number("kl_cost", self.kl_cost, 0.0, math.inf, False, True)

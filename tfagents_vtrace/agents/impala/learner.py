@@ -37,13 +37,16 @@ the learner's policy and values when the batch arrived (before its first SGD ste
 The learner runs ``num_epochs`` passes of ``num_minibatches`` SGD steps per batch, each
 minibatch a random subset of whole unrolls (columns of ``[T, B]``), V-trace recomputed with
 the current weights at every step. With one epoch, one minibatch and the default options the
-update is IMPALA's.
+update is IMPALA's. ``minibatch_unit="steps"`` (feed-forward networks) instead computes
+V-trace over the whole batch with the current weights at the start of every epoch and takes
+each minibatch as a random subset of single steps from all unrolls, as PPO does.
 """
 
 from __future__ import annotations
 
 import collections
 
+import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.agents import loss_inputs
@@ -119,16 +122,43 @@ def impala_loss(
     ``entropy_cost`` overrides ``config.entropy_cost`` (the learner's annealed weight).
     Returns ``(loss, metrics)``; metrics are scaled the same way (they sum over replicas).
     """
+    terms = loss_terms(network, config, batch)
+    old_value = batch[OLD_VALUE][:-1] if OLD_VALUE in batch else None
+    return _combine(
+        network,
+        config,
+        terms,
+        terms.values[:-1],
+        batch["policy"],
+        batch.get(OLD_LOG_PROB),
+        old_value,
+        scale,
+        entropy_cost,
+    )
+
+
+def _combine(
+    network,
+    config: ImpalaConfig,
+    terms: LossTerms,
+    values: tf.Tensor,
+    behaviour: dict,
+    old_log_prob: tf.Tensor | None,
+    old_value: tf.Tensor | None,
+    scale: float | tf.Tensor,
+    entropy_cost: float | tf.Tensor | None,
+) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    """The loss of :func:`impala_loss` from its terms; ``values``, ``old_log_prob`` and
+    ``old_value`` are aligned with ``terms.vtrace`` (no bootstrap row)."""
     if entropy_cost is None:
         entropy_cost = config.entropy_cost
-    terms = loss_terms(network, config, batch)
     mask, vt = terms.mask, terms.vtrace
     adv = vt.pg_advantages
     if config.normalize_advantages:
         adv = _normalize(adv, mask)
     metrics = {}
     if config.policy_loss == "clipped":
-        ratio = tf.exp(terms.target_log_probs - batch[OLD_LOG_PROB])
+        ratio = tf.exp(terms.target_log_probs - old_log_prob)
         eps = config.clip_ratio
         surrogate = tf.minimum(ratio * adv, tf.clip_by_value(ratio, 1.0 - eps, 1.0 + eps) * adv)
         pg_loss = -tf.reduce_sum(mask * surrogate) * scale
@@ -136,17 +166,17 @@ def impala_loss(
         metrics["clip_fraction"] = tf.reduce_sum(mask * clipped) * scale
     else:
         pg_loss = -tf.reduce_sum(mask * terms.target_log_probs * adv) * scale
-    values = terms.values[:-1]
     value_error = tf.square(vt.vs - values)
     if config.value_clip is not None:
-        old = batch[OLD_VALUE][:-1]
-        clipped_values = old + tf.clip_by_value(values - old, -config.value_clip, config.value_clip)
+        clipped_values = old_value + tf.clip_by_value(
+            values - old_value, -config.value_clip, config.value_clip
+        )
         value_error = tf.maximum(value_error, tf.square(vt.vs - clipped_values))
     baseline_loss = 0.5 * tf.reduce_sum(mask * value_error) * scale
     entropy_sum = tf.reduce_sum(mask * terms.entropy) * scale
     loss = pg_loss + config.baseline_cost * baseline_loss - entropy_cost * entropy_sum
     if config.kl_cost > 0.0:
-        kl = tf.reduce_sum(mask * _behaviour_kl(network, batch, terms)) * scale
+        kl = tf.reduce_sum(mask * _behaviour_kl(network, behaviour, terms.policy)) * scale
         loss = loss + config.kl_cost * kl
         metrics["kl"] = kl
     metrics.update(
@@ -169,10 +199,8 @@ def _normalize(adv: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     return tf.stop_gradient((adv - mean) / (tf.sqrt(var) + 1e-8))
 
 
-def _behaviour_kl(network, batch: dict, terms: LossTerms) -> tf.Tensor:
+def _behaviour_kl(network, behaviour: dict, target: dict) -> tf.Tensor:
     """``KL(mu(.|x_t) || pi(.|x_t))`` ``[T, B]``; gradients reach pi only."""
-    target = terms.policy
-    behaviour = batch["policy"]
     if "logits" in behaviour:
         log_mu = tf.nn.log_softmax(tf.cast(behaviour["logits"], tf.float32))
         log_pi = tf.nn.log_softmax(tf.cast(target["logits"], tf.float32))
@@ -192,6 +220,76 @@ def old_outputs(network, config: ImpalaConfig, batch: dict) -> dict[str, tf.Tens
     return {OLD_LOG_PROB: tf.stop_gradient(log_prob), OLD_VALUE: tf.stop_gradient(out.value)}
 
 
+_STEP_INPUTS = ("observation", "first", "prev_action", "prev_reward")  # [T+1, B]: first T rows
+VS, PG_ADV, MASK = "vs", "pg_advantages", "mask"
+
+
+def _merge(x: tf.Tensor) -> tf.Tensor:
+    """``[T, B, ...]`` -> ``[T * B, ...]``."""
+    return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
+
+
+def step_batch(network, config: ImpalaConfig, batch: dict) -> tuple[dict, LossTerms]:
+    """Flattens an unroll batch into ``T * B`` single steps for ``minibatch_unit="steps"``.
+
+    Returns ``(steps, terms)``: ``steps`` holds each step's network inputs, action,
+    behaviour policy and loss mask, the learner's log-prob and value with the current
+    weights (``old_log_prob``, ``old_value``) and the V-trace targets ``vs`` and
+    ``pg_advantages`` computed over the whole ``[T, B]`` batch with them, each
+    ``[T * B, ...]`` (stop-gradient); ``terms`` is :func:`loss_terms` of the batch.
+    """
+    terms = loss_terms(network, config, batch)
+    steps = {k: _merge(batch[k][:-1]) for k in _STEP_INPUTS}
+    steps["action"] = _merge(batch["action"])
+    steps["policy"] = {k: _merge(v) for k, v in batch["policy"].items()}
+    steps[MASK] = _merge(terms.mask)
+    steps[OLD_LOG_PROB] = tf.stop_gradient(_merge(terms.target_log_probs))
+    steps[OLD_VALUE] = tf.stop_gradient(_merge(terms.values[:-1]))
+    steps.update(step_targets(terms))
+    return steps, terms
+
+
+def step_targets(terms: LossTerms) -> dict[str, tf.Tensor]:
+    """``vs`` and ``pg_advantages`` of :func:`loss_terms`, flattened to ``[T * B]``."""
+    return {
+        VS: tf.stop_gradient(_merge(terms.vtrace.vs)),
+        PG_ADV: tf.stop_gradient(_merge(terms.vtrace.pg_advantages)),
+    }
+
+
+def step_loss(
+    network,
+    config: ImpalaConfig,
+    steps: dict,
+    scale: float | tf.Tensor,
+    entropy_cost: float | tf.Tensor | None = None,
+) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    """The loss of :func:`impala_loss` on a minibatch of single steps (entries of
+    :func:`step_batch`, ``[N, ...]``) whose V-trace targets were computed beforehand:
+    the network runs on the N observations as one time step of N columns (a feed-forward
+    network has no state to carry), and ``vs`` / ``pg_advantages`` are the given ones."""
+    inputs = NetInputs(*(steps[k][None] for k in _STEP_INPUTS))
+    out = network.unroll(inputs, ())
+    lead = lambda x: x[None]
+    policy = tf.nest.map_structure(lead, steps["policy"])
+    target_lp, log_rhos, entropy = loss_inputs.policy_terms(
+        network, out.policy, policy, lead(steps["action"])
+    )
+    vt = vtrace.VTraceReturns(vs=lead(steps[VS]), pg_advantages=lead(steps[PG_ADV]))
+    terms = LossTerms(vt, None, target_lp, log_rhos, entropy, lead(steps[MASK]), out.policy)
+    return _combine(
+        network,
+        config,
+        terms,
+        out.value,
+        policy,
+        lead(steps[OLD_LOG_PROB]),
+        lead(steps[OLD_VALUE]),
+        scale,
+        entropy_cost,
+    )
+
+
 class ImpalaLearner(ReplicatedLearner):
     """One compiled update of :func:`impala_loss` per ``train_step(batch)``.
 
@@ -199,6 +297,24 @@ class ImpalaLearner(ReplicatedLearner):
     """
 
     config_type = ImpalaConfig
+
+    def __init__(self, config, network_factory, *args, **kwargs):
+        super().__init__(config, network_factory, *args, **kwargs)
+        if self._by_steps:
+            if self.num_replicas > 1:
+                raise ValueError(
+                    "minibatch_unit: 'steps' runs on one replica; this strategy has "
+                    f"{self.num_replicas} (use 'unrolls')"
+                )
+            if self.network.state_sizes:
+                raise ValueError(
+                    "minibatch_unit: 'steps' needs a feed-forward network; this one has a "
+                    "recurrent core, whose steps must stay in their unrolls (use 'unrolls')"
+                )
+
+    @property
+    def _by_steps(self) -> bool:
+        return self.config.minibatch_unit == "steps" and self._sgd_steps > 1
 
     def entropy_coef(self) -> float:
         """The entropy weight the next update will use."""
@@ -227,3 +343,47 @@ class ImpalaLearner(ReplicatedLearner):
 
     def _old_outputs(self, batch: dict) -> dict[str, tf.Tensor]:
         return old_outputs(self.network, self.config, batch) if self._needs_old else {}
+
+    def _check_batch(self, batch: dict) -> None:
+        if not self._by_steps:
+            return super()._check_batch(batch)
+        t, b = np.shape(batch["reward"])[:2]
+        if (t * b) % self._minibatches:
+            raise ValueError(
+                f"num_minibatches: the batch's T*B={t * b} steps must split into "
+                f"{self._minibatches} equal minibatches"
+            )
+
+    def _single_replica_step(self, batch: dict) -> tf.Tensor:
+        """``minibatch_unit="steps"``: every epoch recomputes V-trace over the whole batch
+        with the current weights, then takes ``num_minibatches`` SGD steps on shuffled
+        single steps; otherwise the base class's update."""
+        if not self._by_steps:
+            return super()._single_replica_step(batch)
+        inputs = self._step_inputs()
+        steps, terms = step_batch(self.network, self.config, batch)
+        order = self._minibatch_order(tf.shape(steps[MASK])[0])
+        scale = 1.0 / tf.cast(tf.shape(order)[1], tf.float32)
+        variables = self.network.trainable_variables
+
+        def sgd_step(i, targets):
+            sub = tf.nest.map_structure(lambda x: tf.gather(x, order[i]), {**steps, **targets})
+            with tf.GradientTape() as tape:
+                loss, metrics = step_loss(self.network, self.config, sub, scale, *inputs)
+            return self._apply(tape.gradient(loss, variables), metrics, inputs)
+
+        def epoch_targets():
+            return step_targets(loss_terms(self.network, self.config, batch))
+
+        targets = step_targets(terms)
+        total = sgd_step(0, targets)  # traced outside the loop: fixes the metrics' names
+
+        def body(i, targets, acc):
+            new_epoch = tf.equal(i % self._minibatches, 0)
+            targets = tf.cond(new_epoch, epoch_targets, lambda: targets)
+            return i + 1, targets, acc + sgd_step(i, targets)
+
+        _, _, total = tf.while_loop(
+            lambda i, *_: i < self._sgd_steps, body, (tf.constant(1), targets, total)
+        )
+        return self._mean_metrics(total)
