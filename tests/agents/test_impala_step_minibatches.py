@@ -79,7 +79,8 @@ def _reference_update(config, batch, order):
     old = {"log_pi": first.target_log_probs, "value": first.values[:-1]}
     per_epoch = len(order) // config.num_epochs
     for i, idx in enumerate(order):
-        if i % per_epoch == 0:  # V-trace on the whole batch with the current weights
+        recompute = i % per_epoch == 0 if config.vtrace_every_epoch else i == 0
+        if recompute:  # V-trace on the whole batch with the current weights
             terms = loss_terms(net, config, batch)
             targets = (terms.vtrace.vs, terms.vtrace.pg_advantages, terms.mask)
         indicator = np.zeros((T, B), np.float32)
@@ -103,9 +104,10 @@ def _assert_weights_close(a, b):
         {},
         {"policy_loss": "clipped", "clip_ratio": 0.1, "normalize_advantages": True,
          "value_clip": 0.05},
+        {"policy_loss": "clipped", "vtrace_every_epoch": False},
     ],
 )  # fmt: skip
-def test_step_minibatches_equal_hand_written_sgd_with_vtrace_once_per_epoch(rng, options):
+def test_step_minibatches_equal_hand_written_sgd_with_vtrace_per_epoch_or_per_batch(rng, options):
     batch = _batch(rng)
     config = _config(num_epochs=3, num_minibatches=4, **options)
     learner = ImpalaLearner(config, _network, seed=11)
@@ -155,3 +157,5 @@ def test_steps_must_split_into_minibatches(rng):
 def test_bad_minibatch_unit_names_it():
     with pytest.raises(ValueError, match="minibatch_unit"):
         ImpalaConfig(minibatch_unit="columns")
+    with pytest.raises(ValueError, match="vtrace_every_epoch.*steps"):
+        ImpalaConfig(vtrace_every_epoch=False)

@@ -89,6 +89,12 @@ class ImpalaConfig(LearnerConfig):
     start of every epoch (feed-forward networks on one replica only; ``T * B`` must be
     divisible by ``num_minibatches``). Steps of one unroll are strongly correlated, so with
     few unrolls per batch "steps" makes far less noisy minibatches."""
+    vtrace_every_epoch: bool = True
+    """With ``minibatch_unit="steps"``: recompute the V-trace targets with the current weights
+    at the start of every epoch (True), or compute them once per batch before its first SGD
+    step, as PPO computes GAE once (False: one forward pass over the batch per update
+    instead of one per epoch). Must stay True with "unrolls", which recomputes V-trace at
+    every SGD step."""
     policy_loss: str = "vtrace"
     """"vtrace" (IMPALA: ``-pg_adv * log pi``) or "clipped" (APPO: PPO's clipped surrogate
     ``-min(r * pg_adv, clip(r, 1 - clip_ratio, 1 + clip_ratio) * pg_adv)`` with
@@ -143,6 +149,12 @@ class ImpalaConfig(LearnerConfig):
         check_int("num_epochs", self.num_epochs, 1)
         check_int("num_minibatches", self.num_minibatches, 1)
         check_choice("minibatch_unit", self.minibatch_unit, MINIBATCH_UNITS)
+        check_bool("vtrace_every_epoch", self.vtrace_every_epoch)
+        if not self.vtrace_every_epoch and self.minibatch_unit != "steps":
+            raise ValueError(
+                "vtrace_every_epoch: False needs minibatch_unit='steps' (whole-unroll "
+                "minibatches recompute V-trace at every SGD step)"
+            )
         check_choice("policy_loss", self.policy_loss, POLICY_LOSSES)
         check_number("clip_ratio", self.clip_ratio, 0.0, math.inf, True, True)
         check_number("kl_cost", self.kl_cost, 0.0, math.inf, False, True)

@@ -355,9 +355,10 @@ class ImpalaLearner(ReplicatedLearner):
             )
 
     def _single_replica_step(self, batch: dict) -> tf.Tensor:
-        """``minibatch_unit="steps"``: every epoch recomputes V-trace over the whole batch
-        with the current weights, then takes ``num_minibatches`` SGD steps on shuffled
-        single steps; otherwise the base class's update."""
+        """``minibatch_unit="steps"``: every epoch (or only the first, without
+        ``vtrace_every_epoch``) computes V-trace over the whole batch with the current
+        weights, then takes ``num_minibatches`` SGD steps on shuffled single steps;
+        otherwise the base class's update."""
         if not self._by_steps:
             return super()._single_replica_step(batch)
         inputs = self._step_inputs()
@@ -379,8 +380,9 @@ class ImpalaLearner(ReplicatedLearner):
         total = sgd_step(0, targets)  # traced outside the loop: fixes the metrics' names
 
         def body(i, targets, acc):
-            new_epoch = tf.equal(i % self._minibatches, 0)
-            targets = tf.cond(new_epoch, epoch_targets, lambda: targets)
+            if self.config.vtrace_every_epoch:
+                new_epoch = tf.equal(i % self._minibatches, 0)
+                targets = tf.cond(new_epoch, epoch_targets, lambda: targets)
             return i + 1, targets, acc + sgd_step(i, targets)
 
         _, _, total = tf.while_loop(
