@@ -10,6 +10,7 @@ from tfagents_vtrace.networks import (
     ImpalaResNet,
     MinAtarCNN,
     NatureCNN,
+    NetInputs,
     NetworkConfig,
     SmallAtariCNN,
     StochasticDuelingHead,
@@ -205,3 +206,38 @@ def test_cnn_init_orthogonal_gives_relu_gain_orthogonal_kernels(torso):
 def test_bad_cnn_init_names_it():
     with pytest.raises(ValueError, match="cnn_init"):
         NetworkConfig(cnn_init="he")
+
+
+@pytest.mark.parametrize("torso", ["small_atari_cnn", "minatar_cnn"])
+def test_bfloat16_conv_torso_keeps_float32_weights_and_matches_float32(torso, rng):
+    """cnn_compute_dtype="bfloat16": float32 variables (same count and shapes), float32
+    features for the heads, and, on the float32 network's weights, policy logits and values
+    within bfloat16's precision (8 mantissa bits) of the float32 network's."""
+    size = 10 if torso == "minatar_cnn" else 84
+    obs = gym.spaces.Box(0, 255, (size, size, 4), np.uint8)
+    act = gym.spaces.Discrete(4)
+    nets = {}
+    for dtype in ("float32", "bfloat16"):
+        tf.keras.utils.set_random_seed(0)
+        cfg = NetworkConfig(torso=torso, cnn_compute_dtype=dtype, policy_init_scale=1.0)
+        nets[dtype] = make_network(cfg, obs, act)
+    f32, bf16 = nets["float32"], nets["bfloat16"]
+    assert [w.dtype for w in bf16.weights] == [w.dtype for w in f32.weights]
+    assert all(w.dtype == "float32" for w in bf16.weights)
+    bf16.set_weights(f32.get_weights())
+    x = tf.constant(rng.integers(0, 256, (5, size, size, 4)).astype(np.uint8))
+    feats = bf16.torso(x)
+    assert feats.dtype == tf.float32
+    want = f32.torso(x).numpy()
+    assert not np.array_equal(feats.numpy(), want)  # the arithmetic did change
+    np.testing.assert_allclose(feats.numpy(), want, rtol=0.05, atol=0.05 * np.abs(want).max())
+    first = np.ones((1, 5), bool)
+    inputs = (x[None], first, np.zeros((1, 5), np.int32), np.zeros((1, 5), np.float32))
+    got, ref = bf16.unroll(NetInputs(*inputs)), f32.unroll(NetInputs(*inputs))
+    scale = np.abs(ref.policy["logits"].numpy()).max()
+    np.testing.assert_allclose(got.policy["logits"], ref.policy["logits"], atol=0.05 * scale)
+
+
+def test_bad_cnn_compute_dtype_names_it():
+    with pytest.raises(ValueError, match="cnn_compute_dtype"):
+        NetworkConfig(cnn_compute_dtype="float16")

@@ -163,16 +163,16 @@ class ActorCriticNetwork(keras.Model):
                 f"torso={config.torso!r} needs [H, W, C] observations, got shape "
                 f"{tuple(self.observation_spec.shape)}"
             )
-        init = config.cnn_init
+        conv = {"init": config.cnn_init, "compute_dtype": config.cnn_compute_dtype}
         if config.torso == "nature_cnn":
-            return torsos.NatureCNN(config.cnn_dense_size or 512, input_scale=scale, init=init)
+            return torsos.NatureCNN(config.cnn_dense_size or 512, input_scale=scale, **conv)
         if config.torso == "small_atari_cnn":
-            return torsos.SmallAtariCNN(config.cnn_dense_size, input_scale=scale, init=init)
+            return torsos.SmallAtariCNN(config.cnn_dense_size, input_scale=scale, **conv)
         if config.torso == "universe_cnn":
-            return torsos.UniverseCNN(config.cnn_dense_size, input_scale=scale, init=init)
+            return torsos.UniverseCNN(config.cnn_dense_size, input_scale=scale, **conv)
         if config.torso == "minatar_cnn":
             return torsos.MinAtarCNN(
-                dense_size=config.cnn_dense_size or 128, input_scale=scale, init=init
+                dense_size=config.cnn_dense_size or 128, input_scale=scale, **conv
             )
         return torsos.ImpalaResNet(dense_size=config.cnn_dense_size or 256, input_scale=scale)
 

@@ -18,6 +18,7 @@ from tfagents_vtrace.validation import check_choice as _check_choice
 from tfagents_vtrace.validation import check_positive as _check_positive
 
 CNN_INITS = ("glorot", "orthogonal")
+CNN_COMPUTE_DTYPES = ("float32", "bfloat16")
 TORSOS = ("mlp", "nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet")
 CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
@@ -58,6 +59,10 @@ class NetworkConfig:
     # or "orthogonal" (Orthogonal with the relu gain sqrt(2), as OpenAI Baselines' and
     # CleanRL's Atari networks). Biases start at 0 either way.
     cnn_init: str = "glorot"
+    # Arithmetic of the same conv torsos: "float32", or "bfloat16" (Keras's mixed_bfloat16:
+    # bfloat16 convolutions and dense layer on float32 weights, features cast back to float32
+    # for the heads; fast on CPUs with AVX-512 BF16 or AMX, slow on others).
+    cnn_compute_dtype: str = "float32"
     # Recurrent core: None (feed-forward, state is ()) or "lstm".
     core: str | None = None
     # Number of LSTM units.
@@ -104,6 +109,7 @@ class NetworkConfig:
         _check_choice("torso", self.torso, TORSOS)
         _check_choice("core", self.core, CORES)
         _check_choice("cnn_init", self.cnn_init, CNN_INITS)
+        _check_choice("cnn_compute_dtype", self.cnn_compute_dtype, CNN_COMPUTE_DTYPES)
         _check_choice("policy_head", self.policy_head, POLICY_HEADS)
         _check_choice("gaussian_std", self.gaussian_std, GAUSSIAN_STDS)
         _check_choice("q_head", self.q_head, Q_HEADS)

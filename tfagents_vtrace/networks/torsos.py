@@ -24,7 +24,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from tfagents_vtrace.networks.config import CNN_INITS
+from tfagents_vtrace.networks.config import CNN_COMPUTE_DTYPES, CNN_INITS
 
 
 def preprocess_observation(
@@ -125,6 +125,18 @@ def _kernel_init(init: str):
     raise ValueError(f"cnn_init: expected one of {CNN_INITS}, received {init!r}")
 
 
+def _dtype_policy(compute_dtype: str):
+    """float32 throughout, or bfloat16 arithmetic on float32 variables (Keras's
+    "mixed_bfloat16": oneDNN's AVX-512 BF16 kernels on CPUs that have them)."""
+    if compute_dtype == "float32":
+        return None
+    if compute_dtype == "bfloat16":
+        return keras.DTypePolicy("mixed_bfloat16")
+    raise ValueError(
+        f"cnn_compute_dtype: expected one of {CNN_COMPUTE_DTYPES}, received {compute_dtype!r}"
+    )
+
+
 class ConvTorso(keras.layers.Layer):
     """Valid-padded relu convolutions, flatten, one relu dense layer: ``[N, H, W, C]`` ->
     ``[N, dense_size]``. ``convs``: ``(filters, kernel, stride)`` per layer. A subclass with
@@ -141,10 +153,12 @@ class ConvTorso(keras.layers.Layer):
         input_scale: float | None = None,
         convs: tuple[tuple[int, int, int], ...] | None = None,
         init: str = "glorot",
+        compute_dtype: str = "float32",
         **kw,
     ):
         super().__init__(**kw)
         self.input_scale = input_scale
+        policy = _dtype_policy(compute_dtype)
         self.convs = [
             keras.layers.Conv2D(
                 filters,
@@ -153,16 +167,17 @@ class ConvTorso(keras.layers.Layer):
                 padding=self.PADDING,
                 activation=self.ACTIVATION,
                 kernel_initializer=_kernel_init(init),
+                dtype=policy,
             )
             for filters, kernel, stride in (convs or self.CONVS)
         ]
         track_layers(self, "conv", self.convs)
-        self.flatten = keras.layers.Flatten()
+        self.flatten = keras.layers.Flatten(dtype=policy)
         size = dense_size or self.DENSE_SIZE
         self.dense = None
         if size is not None:
             self.dense = keras.layers.Dense(
-                size, activation="relu", kernel_initializer=_kernel_init(init)
+                size, activation="relu", kernel_initializer=_kernel_init(init), dtype=policy
             )
 
     def build(self, input_shape):
@@ -173,7 +188,8 @@ class ConvTorso(keras.layers.Layer):
         for conv in self.convs:
             x = conv(x)
         x = self.flatten(x)
-        return x if self.dense is None else self.dense(x)
+        x = x if self.dense is None else self.dense(x)
+        return tf.cast(x, tf.float32)
 
 
 class NatureCNN(ConvTorso):
