@@ -6,7 +6,12 @@ import pytest
 import tensorflow as tf
 
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
-from tfagents_vtrace.runtime.policies import NumpyMLPPolicy, make_policy
+from tfagents_vtrace.runtime.policies import (
+    NumpyConvPolicy,
+    NumpyMLPPolicy,
+    TFPolicy,
+    make_policy,
+)
 
 
 @pytest.mark.parametrize("high", [1, 255])
@@ -26,3 +31,53 @@ def test_numpy_policy_matches_the_network_on_uint8_observations(high, rng):
     out = net(NetInputs(obs, np.ones(5, bool), zeros, np.zeros(5, np.float32)))
     np.testing.assert_allclose(policy.logits(obs), out.policy["logits"].numpy(), atol=1e-5)
     assert np.abs(out.policy["logits"].numpy()).max() > 1e-4
+
+
+@pytest.mark.parametrize(
+    "torso,size,high",
+    [("small_atari_cnn", 84, 255), ("nature_cnn", 84, 255), ("minatar_cnn", 10, 1)],
+)
+def test_numpy_conv_policy_matches_the_network(torso, size, high, rng):
+    """policy_impl="numpy" on a conv torso: im2col numpy convolutions against TensorFlow's
+    Conv2D on the same weights (strides 4/2/1 and 1, uint8 images and 0/1 grids)."""
+    space = gym.spaces.Box(0, high, (size, size, 4), np.uint8)
+    tf.keras.utils.set_random_seed(0)
+    cfg = NetworkConfig(torso=torso, policy_init_scale=1.0, cnn_init="orthogonal")
+    net = make_network(cfg, space, gym.spaces.Discrete(6))
+    assert isinstance(make_policy(net, "auto"), TFPolicy)  # opt-in only
+    policy = make_policy(net, "numpy", seed=3)
+    assert isinstance(policy, NumpyConvPolicy)
+    obs = rng.integers(0, high + 1, size=(5, size, size, 4)).astype(np.uint8)
+    zeros = np.zeros(5, np.int32)
+    want = net(NetInputs(obs, np.ones(5, bool), zeros, np.zeros(5, np.float32))).policy["logits"]
+    got = policy.logits(obs)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
+    assert np.std(want.numpy()) > 1e-2
+    # new weights are picked up (conv kernels re-flattened)
+    weights = [w * 0.5 if w.ndim == 4 else w for w in net.get_weights()]
+    net.set_weights(weights)
+    policy.set_weights(weights)
+    want = net(NetInputs(obs, np.ones(5, bool), zeros, np.zeros(5, np.float32))).policy["logits"]
+    np.testing.assert_allclose(policy.logits(obs), want.numpy(), rtol=1e-4, atol=1e-4)
+    # greedy acts on the argmax; sampling follows the softmax (Gumbel-max)
+    greedy = make_policy(net, "numpy", greedy=True)
+    action, params, state = greedy.step(obs, np.ones(5, bool), zeros, zeros, ())
+    np.testing.assert_array_equal(action, np.argmax(params["logits"], -1))
+    assert state == ()
+    one = np.repeat(obs[:1], 4000, axis=0)
+    actions, params, _ = policy.step(one, np.ones(4000, bool), zeros[:1], zeros[:1], ())
+    probs = tf.nn.softmax(params["logits"][0]).numpy()
+    freq = np.bincount(actions, minlength=6) / 4000.0
+    tolerance = 4 * np.sqrt(probs * (1 - probs) / 4000) + 1e-3  # 4 binomial std errors
+    assert np.all(np.abs(freq - probs) <= tolerance), (freq, probs)
+
+
+def test_numpy_policy_impl_refuses_networks_it_cannot_run():
+    space = gym.spaces.Box(0, 255, (42, 42, 4), np.uint8)
+    for cfg in (NetworkConfig(torso="universe_cnn"), NetworkConfig(torso="small_atari_cnn",
+                                                                   core="lstm")):  # fmt: skip
+        net = make_network(cfg, gym.spaces.Box(0, 255, (84, 84, 4), np.uint8) if cfg.core
+                           else space, gym.spaces.Discrete(3))  # fmt: skip
+        with pytest.raises(ValueError, match="policy_impl"):
+            make_policy(net, "numpy")
+        assert isinstance(make_policy(net, "auto"), TFPolicy)

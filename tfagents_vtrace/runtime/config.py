@@ -45,7 +45,9 @@ class RunConfig:
     env_mode: str = "auto"
     """``make_vector_env`` mode for the actors ("auto", "sync", "async", "envpool")."""
     policy_impl: str = "auto"
-    """Acting implementation: "auto" (numpy for MLP categorical policies), "tf", "numpy"."""
+    """Acting implementation: "auto" (numpy for MLP categorical policies, else TF), "tf", or
+    "numpy" (also feed-forward categorical policies on the nature_cnn, small_atari_cnn and
+    minatar_cnn torsos: their actors then run off TensorFlow's thread pool)."""
     eval_every: int = 0
     """Greedy evaluation every this many env steps (0: only at the end)."""
     eval_episodes: int = 20

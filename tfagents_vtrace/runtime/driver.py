@@ -150,9 +150,9 @@ class NetworkAgent:
     def acting_network(self):
         """The learner's network when the numpy policy will act (it only copies weights out
         of it), else a fresh copy (TF policies own one)."""
-        from tfagents_vtrace.runtime.policies import NumpyMLPPolicy
+        from tfagents_vtrace.runtime.policies import numpy_policy_class
 
-        if self.run_config.policy_impl != "tf" and NumpyMLPPolicy.supports(self.learner.network):
+        if numpy_policy_class(self.learner.network, self.run_config.policy_impl) is not None:
             return self.learner.network
         return self.build_network()
 
