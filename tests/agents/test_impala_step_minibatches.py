@@ -123,6 +123,17 @@ def test_step_minibatches_equal_hand_written_sgd_with_vtrace_per_epoch_or_per_ba
     _assert_weights_close(learner.get_weights(), _reference_update(config, batch, order))
 
 
+def test_jit_step_minibatches_equal_the_hand_written_update(rng):
+    """Under XLA the shuffles differ (another Philox layout); the update is the reference's
+    on the XLA learner's own order."""
+    batch = _batch(rng)
+    config = _config(num_epochs=2, num_minibatches=3, policy_loss="clipped", jit_compile=True)
+    learner = ImpalaLearner(config, _network, seed=4)
+    order = tf.function(learner._minibatch_order, jit_compile=True)(tf.constant(T * B)).numpy()
+    learner.train_step(batch)
+    _assert_weights_close(learner.get_weights(), _reference_update(config, batch, order))
+
+
 def test_one_minibatch_per_epoch_equals_the_whole_unroll_update(rng):
     """With one minibatch the steps are the whole batch (in another order) and V-trace is
     recomputed before every SGD step in both modes: the updates agree."""

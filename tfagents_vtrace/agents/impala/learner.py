@@ -229,14 +229,13 @@ def _merge(x: tf.Tensor) -> tf.Tensor:
     return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
 
 
-def step_batch(network, config: ImpalaConfig, batch: dict) -> tuple[dict, LossTerms]:
+def step_batch(network, config: ImpalaConfig, batch: dict) -> dict:
     """Flattens an unroll batch into ``T * B`` single steps for ``minibatch_unit="steps"``.
 
-    Returns ``(steps, terms)``: ``steps`` holds each step's network inputs, action,
-    behaviour policy and loss mask, the learner's log-prob and value with the current
-    weights (``old_log_prob``, ``old_value``) and the V-trace targets ``vs`` and
-    ``pg_advantages`` computed over the whole ``[T, B]`` batch with them, each
-    ``[T * B, ...]`` (stop-gradient); ``terms`` is :func:`loss_terms` of the batch.
+    Returns each step's network inputs, action, behaviour policy and loss mask, the
+    learner's log-prob and value with the current weights (``old_log_prob``,
+    ``old_value``) and the V-trace targets ``vs`` and ``pg_advantages`` computed over the
+    whole ``[T, B]`` batch with them, each ``[T * B, ...]`` (stop-gradient).
     """
     terms = loss_terms(network, config, batch)
     steps = {k: _merge(batch[k][:-1]) for k in _STEP_INPUTS}
@@ -246,7 +245,7 @@ def step_batch(network, config: ImpalaConfig, batch: dict) -> tuple[dict, LossTe
     steps[OLD_LOG_PROB] = tf.stop_gradient(_merge(terms.target_log_probs))
     steps[OLD_VALUE] = tf.stop_gradient(_merge(terms.values[:-1]))
     steps.update(step_targets(terms))
-    return steps, terms
+    return steps
 
 
 def step_targets(terms: LossTerms) -> dict[str, tf.Tensor]:
@@ -362,7 +361,7 @@ class ImpalaLearner(ReplicatedLearner):
         if not self._by_steps:
             return super()._single_replica_step(batch)
         inputs = self._step_inputs()
-        steps, terms = step_batch(self.network, self.config, batch)
+        steps = step_batch(self.network, self.config, batch)
         order = self._minibatch_order(tf.shape(steps[MASK])[0])
         scale = 1.0 / tf.cast(tf.shape(order)[1], tf.float32)
         variables = self.network.trainable_variables
@@ -376,7 +375,7 @@ class ImpalaLearner(ReplicatedLearner):
         def epoch_targets():
             return step_targets(loss_terms(self.network, self.config, batch))
 
-        targets = step_targets(terms)
+        targets = {k: steps[k] for k in (VS, PG_ADV)}
         total = sgd_step(0, targets)  # traced outside the loop: fixes the metrics' names
 
         def body(i, targets, acc):
