@@ -73,11 +73,15 @@ def test_numpy_conv_policy_matches_the_network(torso, size, high, rng):
 
 
 def test_numpy_policy_impl_refuses_networks_it_cannot_run():
-    space = gym.spaces.Box(0, 255, (42, 42, 4), np.uint8)
-    for cfg in (NetworkConfig(torso="universe_cnn"), NetworkConfig(torso="small_atari_cnn",
-                                                                   core="lstm")):  # fmt: skip
-        net = make_network(cfg, gym.spaces.Box(0, 255, (84, 84, 4), np.uint8) if cfg.core
-                           else space, gym.spaces.Discrete(3))  # fmt: skip
+    """The universe CNN ("same" ELU convs), an LSTM core and previous-action inputs."""
+    space = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
+    configs = [
+        NetworkConfig(torso="universe_cnn"),
+        NetworkConfig(torso="small_atari_cnn", core="lstm"),
+        NetworkConfig(torso="small_atari_cnn", use_prev_action=True),
+    ]
+    for cfg in configs:
+        net = make_network(cfg, space, gym.spaces.Discrete(3))
         with pytest.raises(ValueError, match="policy_impl"):
             make_policy(net, "numpy")
         assert isinstance(make_policy(net, "auto"), TFPolicy)

@@ -221,14 +221,15 @@ class NumpyConvPolicy:
 
     @classmethod
     def supports(cls, network) -> bool:
-        """True for a conv torso of :attr:`TORSOS`, no core, a categorical head, no Q head,
-        uint8 or float32 ``[H, W, C]`` observations."""
+        """True for a conv torso of :attr:`TORSOS`, no core, no previous action / reward
+        inputs, a categorical head, no Q head, uint8 or float32 ``[H, W, C]`` observations."""
         cfg = getattr(network, "config", None)
         return bool(
             cfg is not None
             and cfg.torso in cls.TORSOS
             and cfg.core is None
             and cfg.q_head is None
+            and not (cfg.use_prev_action or cfg.use_prev_reward)
             and getattr(network, "policy_kind", None) == "categorical"
             and network.observation_spec.dtype in (tf.float32, tf.uint8)
         )
