@@ -241,3 +241,9 @@ def test_bfloat16_conv_torso_keeps_float32_weights_and_matches_float32(torso, rn
 def test_bad_cnn_compute_dtype_names_it():
     with pytest.raises(ValueError, match="cnn_compute_dtype"):
         NetworkConfig(cnn_compute_dtype="float16")
+    # not silently ignored by the torsos that do not implement them
+    for torso in ("mlp", "impala_resnet"):
+        with pytest.raises(ValueError, match=f"cnn_compute_dtype.*torso='{torso}'"):
+            NetworkConfig(torso=torso, cnn_compute_dtype="bfloat16")
+        with pytest.raises(ValueError, match=f"cnn_init.*torso='{torso}'"):
+            NetworkConfig(torso=torso, cnn_init="orthogonal")

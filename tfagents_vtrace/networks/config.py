@@ -110,6 +110,13 @@ class NetworkConfig:
         _check_choice("core", self.core, CORES)
         _check_choice("cnn_init", self.cnn_init, CNN_INITS)
         _check_choice("cnn_compute_dtype", self.cnn_compute_dtype, CNN_COMPUTE_DTYPES)
+        plain_conv = ("nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn")
+        for name, default in (("cnn_init", "glorot"), ("cnn_compute_dtype", "float32")):
+            if getattr(self, name) != default and self.torso not in plain_conv:
+                raise ValueError(
+                    f"NetworkConfig.{name}={getattr(self, name)!r} applies to the torsos "
+                    f"{plain_conv}, not torso={self.torso!r}"
+                )
         _check_choice("policy_head", self.policy_head, POLICY_HEADS)
         _check_choice("gaussian_std", self.gaussian_std, GAUSSIAN_STDS)
         _check_choice("q_head", self.q_head, Q_HEADS)
