@@ -174,7 +174,9 @@ class ActorCriticNetwork(keras.Model):
             return torsos.MinAtarCNN(
                 dense_size=config.cnn_dense_size or 128, input_scale=scale, **conv
             )
-        return torsos.ImpalaResNet(dense_size=config.cnn_dense_size or 256, input_scale=scale)
+        return torsos.ImpalaResNet(
+            dense_size=config.cnn_dense_size or 256, input_scale=scale, **conv
+        )
 
     # ------------------------------------------------------------------------ public API
     @property

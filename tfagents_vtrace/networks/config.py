@@ -55,7 +55,8 @@ class NetworkConfig:
     # Width of the dense layer that ends a CNN torso; None = the paper's (512 Nature, 256 IMPALA).
     cnn_dense_size: int | None = None
     # Kernel initializer of the conv torsos' convolutions and dense layer ("nature_cnn",
-    # "small_atari_cnn", "universe_cnn", "minatar_cnn"): "glorot" (Keras's glorot_uniform)
+    # "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet"; not "mlp"): "glorot"
+    # (Keras's glorot_uniform)
     # or "orthogonal" (Orthogonal with the relu gain sqrt(2), as OpenAI Baselines' and
     # CleanRL's Atari networks). Biases start at 0 either way.
     cnn_init: str = "glorot"
@@ -110,12 +111,12 @@ class NetworkConfig:
         _check_choice("core", self.core, CORES)
         _check_choice("cnn_init", self.cnn_init, CNN_INITS)
         _check_choice("cnn_compute_dtype", self.cnn_compute_dtype, CNN_COMPUTE_DTYPES)
-        plain_conv = ("nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn")
+        conv = ("nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet")
         for name, default in (("cnn_init", "glorot"), ("cnn_compute_dtype", "float32")):
-            if getattr(self, name) != default and self.torso not in plain_conv:
+            if getattr(self, name) != default and self.torso not in conv:
                 raise ValueError(
                     f"NetworkConfig.{name}={getattr(self, name)!r} applies to the torsos "
-                    f"{plain_conv}, not torso={self.torso!r}"
+                    f"{conv}, not torso={self.torso!r}"
                 )
         _check_choice("policy_head", self.policy_head, POLICY_HEADS)
         _check_choice("gaussian_std", self.gaussian_std, GAUSSIAN_STDS)

@@ -239,10 +239,12 @@ class MinAtarCNN(ConvTorso):
 class _ResidualBlock(keras.layers.Layer):
     """``x + conv(relu(conv(relu(x))))`` with 3x3 same-padded convolutions."""
 
-    def __init__(self, channels: int, **kw):
+    def __init__(self, channels: int, init: str = "glorot", policy=None, **kw):
         super().__init__(**kw)
-        self.conv0 = keras.layers.Conv2D(channels, 3, padding="same")
-        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same")
+        conv = lambda: keras.layers.Conv2D(  # noqa: E731
+            channels, 3, padding="same", kernel_initializer=_kernel_init(init), dtype=policy
+        )
+        self.conv0, self.conv1 = conv(), conv()
 
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call
@@ -258,6 +260,8 @@ class ImpalaResNet(keras.layers.Layer):
 
     Each stage (channels 16, 32, 32): conv 3x3 same, max-pool 3x3 stride 2 same, then two
     residual blocks. Spatial size shrinks by ~2 per stage (84 -> 42 -> 21 -> 11).
+    ``init`` and ``compute_dtype`` as :class:`ConvTorso`'s (kernel initializer of every conv
+    and the dense layer; bfloat16 arithmetic on float32 variables, float32 features out).
     """
 
     def __init__(
@@ -265,19 +269,31 @@ class ImpalaResNet(keras.layers.Layer):
         channels: tuple[int, ...] = (16, 32, 32),
         dense_size: int = 256,
         input_scale: float | None = None,
+        init: str = "glorot",
+        compute_dtype: str = "float32",
         **kw,
     ):
         super().__init__(**kw)
         self.input_scale = input_scale
-        self.stage_convs = [keras.layers.Conv2D(ch, 3, padding="same") for ch in channels]
-        self.stage_pools = [
-            keras.layers.MaxPooling2D(pool_size=3, strides=2, padding="same") for _ in channels
+        policy = _dtype_policy(compute_dtype)
+        kernel_init = _kernel_init(init)
+        self.stage_convs = [
+            keras.layers.Conv2D(ch, 3, padding="same", kernel_initializer=kernel_init, dtype=policy)
+            for ch in channels
         ]
-        self.stage_blocks = [[_ResidualBlock(ch), _ResidualBlock(ch)] for ch in channels]
+        self.stage_pools = [
+            keras.layers.MaxPooling2D(pool_size=3, strides=2, padding="same", dtype=policy)
+            for _ in channels
+        ]
+        self.stage_blocks = [
+            [_ResidualBlock(ch, init, policy, dtype=policy) for _ in range(2)] for ch in channels
+        ]
         track_layers(self, "stage_conv", self.stage_convs)
         track_layers(self, "stage_block", self.stage_blocks)
-        self.flatten = keras.layers.Flatten()
-        self.dense = keras.layers.Dense(dense_size, activation="relu")
+        self.flatten = keras.layers.Flatten(dtype=policy)
+        self.dense = keras.layers.Dense(
+            dense_size, activation="relu", kernel_initializer=kernel_init, dtype=policy
+        )
 
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call
@@ -289,4 +305,4 @@ class ImpalaResNet(keras.layers.Layer):
         ):
             x = block1(block0(pool(conv(x))))
         x = tf.nn.relu(x)
-        return self.dense(self.flatten(x))
+        return tf.cast(self.dense(self.flatten(x)), tf.float32)
