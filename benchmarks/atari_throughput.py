@@ -1,7 +1,8 @@
 """Atari training throughput: our IMPALA (Nature CNN) against SB3 A2C ``CnnPolicy``.
 
     python benchmarks/atari_throughput.py [--env=ALE/Pong-v5] [--steps=60000] [--rounds=2]
-        [--torch_threads=1,2] [--systems=ours,resnet_lstm,sb3_a2c] [--num_envs=8]
+        [--torch_threads=1,2] [--systems=ours,resnet_lstm,resnet_lstm_xla_f32,sb3_a2c]
+        [--num_envs=8]
 
 Agent steps per second of training (each agent step is 4 frames), both sides on
 ``--num_envs`` environments with the same preprocessing (84x84 grey, 4 stacked frames,
@@ -16,7 +17,10 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
   paper's one-SGD-step IMPALA on the Nature CNN; its actors and unroll length), read from
   the final JSON line's ``train_sps`` (steps / seconds of the training loop: no imports, no
   final evaluation).
-* ``resnet_lstm``: the same with ``impala_atari_pong_resnet_lstm_gpu.cfg``.
+* ``resnet_lstm``: the same with ``impala_atari_pong_resnet_lstm_gpu.cfg``;
+  ``resnet_lstm_xla_f32`` adds ``--jit_compile --cnn_compute_dtype=float32``, the settings
+  that file had until 2026-11-26 (XLA, float32; about 90 steps/s then): the reference its
+  ratio is printed against (XLA's CPU convolutions are not oneDNN's).
 * ``sb3_a2c``: Stable-Baselines3 ``A2C("CnnPolicy")`` with its Atari defaults
   (``make_atari_env`` + ``VecFrameStack(4)``, n_steps 5, RMSProp) on CPU with
   ``torch.set_num_threads(k)``; steps / seconds of ``model.learn`` (bench extra).
@@ -39,11 +43,17 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = {
-    "ours": "impala_atari_pong_nature_cnn.cfg",
-    "resnet_lstm": "impala_atari_pong_resnet_lstm_gpu.cfg",
+CONFIGS = {  # system: (flagfile, extra flags)
+    "ours": ("impala_atari_pong_nature_cnn.cfg", ()),
+    "resnet_lstm": ("impala_atari_pong_resnet_lstm_gpu.cfg", ()),
+    "resnet_lstm_xla_f32": (
+        "impala_atari_pong_resnet_lstm_gpu.cfg",
+        ("--jit_compile", "--cnn_compute_dtype=float32"),
+    ),
 }
+RESNET = ("resnet_lstm", "resnet_lstm_xla_f32")
 NEEDS = {"ours": ("ale_py", "cv2"), "resnet_lstm": ("ale_py", "cv2"),
+         "resnet_lstm_xla_f32": ("ale_py", "cv2"),
          "sb3_a2c": ("ale_py", "cv2", "torch", "stable_baselines3")}  # fmt: skip
 
 
@@ -80,12 +90,13 @@ def _last_json(stdout: str) -> dict:
 
 def run_ours(system: str, args: argparse.Namespace, workdir: str, round_: int) -> float:
     logdir = os.path.join(workdir, f"{system}-{round_}")
+    flagfile, extra = CONFIGS[system]
     cmd = [sys.executable, "-m", "experiments.train",
-           f"--flagfile={os.path.join(ROOT, 'experiments', 'configs', CONFIGS[system])}",
+           f"--flagfile={os.path.join(ROOT, 'experiments', 'configs', flagfile)}",
            f"--env={args.env}", f"--logdir={logdir}", f"--num_envs={args.num_envs}",
-           f"--total_steps={args.resnet_steps if system == 'resnet_lstm' else args.steps}",
+           f"--total_steps={args.resnet_steps if system in RESNET else args.steps}",
            "--eval_every=0", "--eval_episodes=1",
-           "--export=false", "--stop_return=1e9"]  # fmt: skip
+           "--export=false", "--stop_return=1e9", *extra]  # fmt: skip
     return _run(cmd)["train_sps"]
 
 
@@ -154,11 +165,13 @@ def main(argv=None) -> None:
     medians = {name: statistics.median(v) for name, v in sps.items()}
     sb3 = {n: m for n, m in medians.items() if n.startswith("sb3_a2c_")}
     best = max(sb3.values()) if sb3 else None
-    print("| system | median steps/s | runs | ratio to SB3 A2C at its best |")
-    print("|---|---|---|---|")
+    old = medians.get("resnet_lstm_xla_f32")
+    print("| system | median steps/s | runs | to SB3 A2C at its best | to resnet_lstm_xla_f32 |")
+    print("|---|---|---|---|---|")
     for name, median in medians.items():
         ratio = f"{median / best:.2f}x" if best else "-"
-        print(f"| {name} | {median:.1f} | {len(sps[name])} | {ratio} |")
+        to_old = f"{median / old:.2f}x" if old and name in RESNET else "-"
+        print(f"| {name} | {median:.1f} | {len(sps[name])} | {ratio} | {to_old} |")
     print(json.dumps({"medians": medians, "runs": sps, "sb3_best": best,
                       "wall_time": time.time() - START_TIME}))  # fmt: skip
 
