@@ -5,7 +5,8 @@
         [--num_envs=8]
 
 Agent steps per second of training (each agent step is 4 frames), both sides on
-``--num_envs`` environments with the same preprocessing (84x84 grey, 4 stacked frames,
+``--num_envs`` environments in all (ours: split evenly over the flagfile's actor threads)
+with the same preprocessing (84x84 grey, 4 stacked frames,
 frame skip 4), measured over ``--steps`` environment steps after start-up
 (``--resnet_steps`` for the ResNet + LSTM config, ~10x slower on a CPU). The systems take
 turns round by round (ours, the ResNet + LSTM config, SB3 with each torch thread count), so
@@ -91,13 +92,21 @@ def _last_json(stdout: str) -> dict:
 def run_ours(system: str, args: argparse.Namespace, workdir: str, round_: int) -> float:
     logdir = os.path.join(workdir, f"{system}-{round_}")
     flagfile, extra = CONFIGS[system]
-    cmd = [sys.executable, "-m", "experiments.train",
-           f"--flagfile={os.path.join(ROOT, 'experiments', 'configs', flagfile)}",
-           f"--env={args.env}", f"--logdir={logdir}", f"--num_envs={args.num_envs}",
+    path = os.path.join(ROOT, "experiments", "configs", flagfile)
+    cmd = [sys.executable, "-m", "experiments.train", f"--flagfile={path}",
+           f"--env={args.env}", f"--logdir={logdir}",
+           f"--num_envs={args.num_envs // flagfile_actors(path)}",
            f"--total_steps={args.resnet_steps if system in RESNET else args.steps}",
            "--eval_every=0", "--eval_episodes=1",
            "--export=false", "--stop_return=1e9", *extra]  # fmt: skip
     return _run(cmd)["train_sps"]
+
+
+def flagfile_actors(path: str) -> int:
+    """The ``--num_actors`` of a flagfile (1 when it has none)."""
+    with open(path) as f:
+        values = [line.split("=", 1)[1] for line in f if line.startswith("--num_actors=")]
+    return int(values[-1]) if values else 1
 
 
 def run_sb3(threads: int, args: argparse.Namespace) -> float:
@@ -140,6 +149,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.torch_threads = [int(t) for t in args.torch_threads.split(",") if t]
     if args.steps < 1 or args.rounds < 1 or args.num_envs < 1:
         p.exit(2, "error: --steps, --rounds and --num_envs: expected ints >= 1\n")
+    for system in (s for s in args.systems if s in CONFIGS):
+        actors = flagfile_actors(os.path.join(ROOT, "experiments", "configs", CONFIGS[system][0]))
+        if args.num_envs % actors:
+            p.exit(2, f"error: --num_envs: {args.num_envs} does not split over the {system} "
+                      f"config's {actors} actor threads\n")  # fmt: skip
     return args
 
 

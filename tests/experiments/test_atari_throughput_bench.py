@@ -33,3 +33,10 @@ def test_a_tiny_run_prints_the_table_and_a_json_line():
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["medians"]["ours"] > 0 and len(result["runs"]["ours"]) == 1
     assert "| ours |" in out.stdout
+
+
+def test_an_env_count_that_does_not_split_over_the_actor_threads_is_refused():
+    """Ours runs ``--num_envs`` in all, split over its flagfile's actor threads (2)."""
+    out = _run("--systems=ours", "--num_envs=7")
+    assert out.returncode == 2
+    assert "--num_envs: 7 does not split over the ours config's 2 actor threads" in out.stderr
