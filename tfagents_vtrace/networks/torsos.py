@@ -276,9 +276,10 @@ class ImpalaResNet(keras.layers.Layer):
         super().__init__(**kw)
         self.input_scale = input_scale
         policy = _dtype_policy(compute_dtype)
-        kernel_init = _kernel_init(init)
         self.stage_convs = [
-            keras.layers.Conv2D(ch, 3, padding="same", kernel_initializer=kernel_init, dtype=policy)
+            keras.layers.Conv2D(
+                ch, 3, padding="same", kernel_initializer=_kernel_init(init), dtype=policy
+            )
             for ch in channels
         ]
         self.stage_pools = [
@@ -292,7 +293,7 @@ class ImpalaResNet(keras.layers.Layer):
         track_layers(self, "stage_block", self.stage_blocks)
         self.flatten = keras.layers.Flatten(dtype=policy)
         self.dense = keras.layers.Dense(
-            dense_size, activation="relu", kernel_initializer=kernel_init, dtype=policy
+            dense_size, activation="relu", kernel_initializer=_kernel_init(init), dtype=policy
         )
 
     def build(self, input_shape):
