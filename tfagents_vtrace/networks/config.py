@@ -111,7 +111,7 @@ class NetworkConfig:
         _check_choice("core", self.core, CORES)
         _check_choice("cnn_init", self.cnn_init, CNN_INITS)
         _check_choice("cnn_compute_dtype", self.cnn_compute_dtype, CNN_COMPUTE_DTYPES)
-        conv = ("nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet")
+        conv = tuple(t for t in TORSOS if t != "mlp")  # every conv torso implements both
         for name, default in (("cnn_init", "glorot"), ("cnn_compute_dtype", "float32")):
             if getattr(self, name) != default and self.torso not in conv:
                 raise ValueError(
