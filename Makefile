@@ -31,9 +31,11 @@ train: install
 
 lint: install-test
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test: install-test
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -n 2 --timeout=900 -q
 
 format: install-test

@@ -126,9 +126,7 @@ def main() -> None:
             name = f"policy:{name or path}"
             if name in runs:  # two runs with the same directory name: the whole path
                 name = f"policy:{path}"
-            runs[name] = run_policy(
-                path, probs, args.num_trials, seed, greedy=args.policy_greedy
-            )
+            runs[name] = run_policy(path, probs, args.num_trials, seed, greedy=args.policy_greedy)
         results[env_id] = runs
     names = list(next(iter(results.values())))
     print(f"Cumulative expected regret after {args.num_trials} pulls, {args.num_bandits} "
