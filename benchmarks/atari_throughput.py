@@ -2,7 +2,7 @@
 
     python benchmarks/atari_throughput.py [--env=ALE/Pong-v5] [--steps=60000] [--rounds=2]
         [--torch_threads=1,2] [--systems=ours,resnet_lstm,resnet_lstm_xla_f32,sb3_a2c]
-        [--num_envs=8]
+        [--num_envs=8] [--baseline_tree=DIR --baseline_flagfile=PATH]
 
 Agent steps per second of training (each agent step is 4 frames), both sides on
 ``--num_envs`` environments in all (ours: split evenly over the flagfile's actor threads)
@@ -22,6 +22,12 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
   ``resnet_lstm_xla_f32`` adds ``--jit_compile --cnn_compute_dtype=float32``, the settings
   that file had until 2026-11-26 (XLA, float32; about 90 steps/s then): the reference its
   ratio is printed against (XLA's CPU convolutions are not oneDNN's).
+* ``baseline`` (with ``--baseline_tree=DIR``): ``--baseline_flagfile`` run by DIR's own
+  ``experiments.train`` (cwd DIR, so DIR's ``tfagents_vtrace`` is the one imported), for
+  ``--resnet_steps``: the code and config of an older commit measured in the same run, e.g.
+  ``git worktree add /tmp/old f8a314b`` (the ResNet + LSTM Pong config when issue 13 quoted
+  its ~90 steps/s: ``experiments/configs/impala_atari_pong.cfg`` there). ResNet + LSTM rows
+  print their ratio to it too.
 * ``sb3_a2c``: Stable-Baselines3 ``A2C("CnnPolicy")`` with its Atari defaults
   (``make_atari_env`` + ``VecFrameStack(4)``, n_steps 5, RMSProp) on CPU with
   ``torch.set_num_threads(k)``; steps / seconds of ``model.learn`` (bench extra).
@@ -52,9 +58,9 @@ CONFIGS = {  # system: (flagfile, extra flags)
         ("--jit_compile", "--cnn_compute_dtype=float32"),
     ),
 }
-RESNET = ("resnet_lstm", "resnet_lstm_xla_f32")
+RESNET = ("resnet_lstm", "resnet_lstm_xla_f32", "baseline")
 NEEDS = {"ours": ("ale_py", "cv2"), "resnet_lstm": ("ale_py", "cv2"),
-         "resnet_lstm_xla_f32": ("ale_py", "cv2"),
+         "resnet_lstm_xla_f32": ("ale_py", "cv2"), "baseline": ("ale_py", "cv2"),
          "sb3_a2c": ("ale_py", "cv2", "torch", "stable_baselines3")}  # fmt: skip
 
 
@@ -91,15 +97,23 @@ def _last_json(stdout: str) -> dict:
 
 def run_ours(system: str, args: argparse.Namespace, workdir: str, round_: int) -> float:
     logdir = os.path.join(workdir, f"{system}-{round_}")
-    flagfile, extra = CONFIGS[system]
-    path = os.path.join(ROOT, "experiments", "configs", flagfile)
+    path, extra, cwd = system_flagfile(system, args)
     cmd = [sys.executable, "-m", "experiments.train", f"--flagfile={path}",
            f"--env={args.env}", f"--logdir={logdir}",
            f"--num_envs={args.num_envs // flagfile_actors(path)}",
            f"--total_steps={args.resnet_steps if system in RESNET else args.steps}",
            "--eval_every=0", "--eval_episodes=1",
            "--export=false", "--stop_return=1e9", *extra]  # fmt: skip
-    return _run(cmd)["train_sps"]
+    return _run(cmd, cwd)["train_sps"]
+
+
+def system_flagfile(system: str, args: argparse.Namespace) -> tuple[str, tuple, str]:
+    """``(flagfile path, extra flags, working directory)`` of one of our systems."""
+    if system == "baseline":
+        tree = os.path.abspath(args.baseline_tree)
+        return os.path.join(tree, args.baseline_flagfile), (), tree
+    flagfile, extra = CONFIGS[system]
+    return os.path.join(ROOT, "experiments", "configs", flagfile), extra, ROOT
 
 
 def flagfile_actors(path: str) -> int:
@@ -116,9 +130,9 @@ def run_sb3(threads: int, args: argparse.Namespace) -> float:
     return _run(cmd)["train_sps"]
 
 
-def _run(cmd: list[str]) -> dict:
+def _run(cmd: list[str], cwd: str = ROOT) -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:4])}... failed:\n{proc.stderr[-3000:]}")
     return _last_json(proc.stdout)
@@ -133,12 +147,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--num_envs", type=int, default=8)
     p.add_argument("--torch_threads", default="1,2")
     p.add_argument("--systems", default="ours,resnet_lstm,sb3_a2c")
+    p.add_argument("--baseline_tree", default="", help="checkout of an older commit")
+    p.add_argument(
+        "--baseline_flagfile",
+        default="experiments/configs/impala_atari_pong.cfg",
+        help="flagfile of the baseline system, relative to --baseline_tree",
+    )
     p.add_argument("--sb3_worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.sb3_worker:
         args.torch_threads = int(args.torch_threads)
         return args
     args.systems = [s for s in args.systems.split(",") if s]
+    if args.baseline_tree and "baseline" not in args.systems:
+        args.systems.append("baseline")
+    if "baseline" in args.systems:
+        path = os.path.join(args.baseline_tree, args.baseline_flagfile)
+        if not args.baseline_tree or not os.path.isfile(path):
+            p.exit(2, f"error: --baseline_tree/--baseline_flagfile: no flagfile at {path!r}\n")
     bad = [s for s in args.systems if s not in NEEDS]
     if bad:
         p.exit(2, f"error: --systems: unknown {bad}; expected some of {sorted(NEEDS)}\n")
@@ -149,8 +175,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.torch_threads = [int(t) for t in args.torch_threads.split(",") if t]
     if args.steps < 1 or args.rounds < 1 or args.num_envs < 1:
         p.exit(2, "error: --steps, --rounds and --num_envs: expected ints >= 1\n")
-    for system in (s for s in args.systems if s in CONFIGS):
-        actors = flagfile_actors(os.path.join(ROOT, "experiments", "configs", CONFIGS[system][0]))
+    for system in (s for s in args.systems if s in CONFIGS or s == "baseline"):
+        actors = flagfile_actors(system_flagfile(system, args)[0])
         if args.num_envs % actors:
             p.exit(2, f"error: --num_envs: {args.num_envs} does not split over the {system} "
                       f"config's {actors} actor threads\n")  # fmt: skip
@@ -179,13 +205,16 @@ def main(argv=None) -> None:
     medians = {name: statistics.median(v) for name, v in sps.items()}
     sb3 = {n: m for n, m in medians.items() if n.startswith("sb3_a2c_")}
     best = max(sb3.values()) if sb3 else None
-    old = medians.get("resnet_lstm_xla_f32")
-    print("| system | median steps/s | runs | to SB3 A2C at its best | to resnet_lstm_xla_f32 |")
-    print("|---|---|---|---|---|")
+    refs = [r for r in ("resnet_lstm_xla_f32", "baseline") if r in medians]
+    print("| system | median steps/s | runs | to SB3 A2C at its best |"
+          + "".join(f" to {r} |" for r in refs))  # fmt: skip
+    print("|---|---|---|---|" + "---|" * len(refs))
     for name, median in medians.items():
         ratio = f"{median / best:.2f}x" if best else "-"
-        to_old = f"{median / old:.2f}x" if old and name in RESNET else "-"
-        print(f"| {name} | {median:.1f} | {len(sps[name])} | {ratio} | {to_old} |")
+        to_ref = "".join(
+            f" {median / medians[r]:.2f}x |" if name in RESNET else " - |" for r in refs
+        )
+        print(f"| {name} | {median:.1f} | {len(sps[name])} | {ratio} |{to_ref}")
     print(json.dumps({"medians": medians, "runs": sps, "sb3_best": best,
                       "wall_time": time.time() - START_TIME}))  # fmt: skip
 

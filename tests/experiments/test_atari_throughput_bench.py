@@ -40,3 +40,41 @@ def test_an_env_count_that_does_not_split_over_the_actor_threads_is_refused():
     out = _run("--systems=ours", "--num_envs=7")
     assert out.returncode == 2
     assert "--num_envs: 7 does not split over the ours config's 2 actor threads" in out.stderr
+
+
+def test_a_baseline_tree_without_the_flagfile_is_refused(tmp_path):
+    out = _run(f"--baseline_tree={tmp_path}", "--systems=baseline")
+    assert out.returncode == 2
+    assert (
+        out.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: --baseline_tree/--baseline_flagfile: no flagfile at")
+    )
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("ale_py", "cv2")), reason="atari extra"
+)
+def test_the_baseline_runs_its_own_trees_trainer(tmp_path):
+    """The baseline system runs ``experiments.train`` from ``--baseline_tree`` (a stand-in
+    trainer there prints its own figure), with the flagfile's actor count splitting the
+    environments."""
+    (tmp_path / "experiments" / "configs").mkdir(parents=True)
+    (tmp_path / "experiments" / "__init__.py").write_text("")
+    (tmp_path / "experiments" / "train.py").write_text(
+        "import json, sys\n"
+        "envs = [a for a in sys.argv if a.startswith('--num_envs=')]\n"
+        "print(json.dumps({'train_sps': 123.0, 'envs': envs}))\n"
+    )
+    (tmp_path / "experiments" / "configs" / "old.cfg").write_text("--num_actors=2\n")
+    out = _run(
+        f"--baseline_tree={tmp_path}",
+        "--baseline_flagfile=experiments/configs/old.cfg",
+        "--systems=baseline",
+        "--rounds=2",
+        "--num_envs=8",
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["runs"]["baseline"] == [123.0, 123.0]
+    assert "| baseline | 123.0 | 2 | - | 1.00x |" in out.stdout
