@@ -33,9 +33,7 @@ lint: install-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: install-test
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+test: lint
 	$(PY) -m pytest -n 2 --timeout=900 -q
 
 format: install-test

@@ -175,7 +175,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.torch_threads = [int(t) for t in args.torch_threads.split(",") if t]
     if args.steps < 1 or args.rounds < 1 or args.num_envs < 1:
         p.exit(2, "error: --steps, --rounds and --num_envs: expected ints >= 1\n")
-    for system in (s for s in args.systems if s in CONFIGS or s == "baseline"):
+    for system in (s for s in args.systems if s != "sb3_a2c"):
         actors = flagfile_actors(system_flagfile(system, args)[0])
         if args.num_envs % actors:
             p.exit(2, f"error: --num_envs: {args.num_envs} does not split over the {system} "
