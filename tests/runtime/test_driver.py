@@ -385,3 +385,42 @@ def test_checkpoint_items_need_a_network(tmp_path):
     agent.checkpoint_items = lambda: {"streak": agent.streak}
     with pytest.raises(ValueError, match="network"):
         Driver(driver.run_config, agent, str(tmp_path / "b"), {})
+
+
+def test_background_evaluations_follow_the_trigger_and_name_their_weights_step(tmp_path):
+    driver = _driver("fake", tmp_path, 500, eval_every=70, eval_background=True)
+    final = driver.run()
+    rows = [r for r in read_metrics(str(tmp_path)) if "eval_return" in r]
+    # the trigger's steps; the last (500) is the final evaluation, in the loop
+    assert [r.get("eval_step", r["step"]) for r in rows] == [70, 140, 210, 280, 350, 420, 490, 500]
+    assert all(r["eval_step"] <= r["step"] for r in rows[:-1])
+    assert final["step"] == 500 and final["solve_step"] is None
+
+
+def test_a_background_evaluation_that_solves_restores_the_weights_it_evaluated(tmp_path):
+    driver = _driver(
+        "fake", tmp_path, 100_000, eval_every=50, eval_background=True, stop_return=-1.0
+    )  # fmt: skip  (any return solves)
+    before = driver.agent.network.get_weights()
+    advance = driver.agent.advance
+
+    def slow_advance():  # the learner moves on while the evaluation plays
+        time.sleep(0.002)
+        return advance()
+
+    driver.agent.advance = slow_advance
+    final = driver.run()
+    solve_step = final["solve_step"]
+    assert solve_step == 50 and final["step"] > solve_step  # collected one advance later at least
+    # the fake agent adds 0.01 to every weight per 10 steps
+    for w0, w in zip(before, driver.agent.network.get_weights(), strict=True):
+        np.testing.assert_allclose(w, w0 + 0.01 * solve_step / 10, rtol=1e-5, atol=1e-5)
+    row = [r for r in read_metrics(str(tmp_path)) if "eval_return" in r][0]
+    assert row["eval_step"] == 50 and row["step"] == final["step"]
+
+
+def test_background_evaluations_need_a_single_process_and_no_determinism(tmp_path):
+    with pytest.raises(ValueError, match="eval_background"):
+        RunConfig(eval_background=True, deterministic=True)
+    with pytest.raises(ValueError, match="eval_background"):
+        RunConfig(eval_background=1)

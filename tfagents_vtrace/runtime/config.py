@@ -52,6 +52,11 @@ class RunConfig:
     """Greedy evaluation every this many env steps (0: only at the end)."""
     eval_episodes: int = 20
     """Episodes (one per separate environment) of each greedy evaluation."""
+    eval_background: bool = False
+    """Greedy evaluations play in a thread beside training, on a copy of the weights, instead
+    of pausing it; their rows add ``eval_step`` (the step of the weights evaluated, behind the
+    row's ``step``) and ``wall_time`` is when the result was known. Not with
+    ``deterministic``, nor on a multi-worker cluster."""
     stop_return: float | None = None
     """End training at the first evaluation whose mean return reaches this."""
     checkpoint_every_s: float = 600.0
@@ -106,6 +111,13 @@ class RunConfig:
         check_int("log_every_steps", self.log_every_steps, 0)
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"deterministic: expected a bool, received {self.deterministic!r}")
+        if not isinstance(self.eval_background, bool):
+            raise ValueError(f"eval_background: expected a bool, received {self.eval_background!r}")
+        if self.eval_background and self.deterministic:
+            raise ValueError(
+                "eval_background: not with deterministic (rows would follow the thread's "
+                "timing); evaluate in the training loop (eval_background=False)"
+            )
         if self.deterministic and self.backend == "ray":
             raise ValueError(
                 "deterministic: not available with backend='ray' (Ray actors' unrolls arrive "

@@ -38,7 +38,11 @@ from tfagents_vtrace.runtime.checkpointing import Checkpointer
 from tfagents_vtrace.runtime.config_io import run_config_dict, write_config
 from tfagents_vtrace.runtime.counters import Counters
 from tfagents_vtrace.runtime.env_failures import EnvFailure
-from tfagents_vtrace.runtime.evaluation import Evaluator, make_evaluator
+from tfagents_vtrace.runtime.evaluation import (
+    BackgroundEvaluations,
+    Evaluator,
+    make_evaluator,
+)
 from tfagents_vtrace.runtime.metrics_log import MetricsLog
 from tfagents_vtrace.runtime.progress import Progress
 from tfagents_vtrace.runtime.run_dir import export_into_run, finished_row
@@ -240,6 +244,11 @@ class Driver:
         items = agent.checkpoint_items()
         if "network" not in items:
             raise ValueError(f"checkpoint_items: a 'network' entry is required, {sorted(items)}")
+        if run.eval_background and self.role.task_type is not None:
+            raise ValueError(
+                "eval_background: not on a multi-worker cluster (its workers evaluate in "
+                "step); evaluate in the training loop (eval_background=False)"
+            )
         self.checkpointer = Checkpointer(self.logdir, items)
         self.resumed = strategy_lib.restore_checkpoint(self.checkpointer, logdir, self.role)
         restored = self.checkpointer.values() if self.resumed else {}
@@ -296,6 +305,9 @@ class Driver:
         guard = checkpoint_on_interrupt(self, lambda: self.counters.env_steps)
         progress = Progress(run.total_steps, counters.env_steps)
         evaluator = make_evaluator(run, self.agent.evaluation_policy(), self.env_factory)
+        background = None
+        if run.eval_background:
+            background = BackgroundEvaluations(evaluator, counters.wall_time)
         start, start_steps = time.monotonic(), counters.env_steps
         try:
             with guard if self.role.task_type is None else contextlib.nullcontext():
@@ -304,7 +316,7 @@ class Driver:
                     if not self.resumed:
                         self.save()  # step 0: the same command resumes a run killed early
                     try:
-                        last_eval, solved_wall = self._loop(evaluator, progress)
+                        last_eval, solved_wall = self._loop(evaluator, progress, background)
                     except EnvFailure:  # the learner is fine: keep its work
                         if self.role.task_type is None:
                             self.save()
@@ -319,12 +331,17 @@ class Driver:
                 last_eval = self._evaluate(evaluator)
                 self._write_row(last_eval, progress)
         finally:
+            if background is not None:
+                background.close()
             evaluator.close()
         return self._finish(last_eval, solved_wall, round(sps, 1))
 
-    def _loop(self, evaluator: Evaluator, progress: Progress) -> tuple[dict | None, float | None]:
-        """Advances the agent, writes rows, evaluates and checkpoints until ``total_steps``
-        or ``stop_return``; returns the newest evaluation row and the solving wall time."""
+    def _loop(
+        self, evaluator: Evaluator, progress: Progress, background: BackgroundEvaluations | None
+    ) -> tuple[dict | None, float | None]:
+        """Advances the agent, writes rows, evaluates (in the loop, or in ``background``) and
+        checkpoints until ``total_steps`` or ``stop_return``; returns the newest evaluation
+        row and the solving wall time."""
         run, counters = self.run_config, self.counters
         evals = IntervalTrigger(run.eval_every, counters.env_steps)
         if run.row_every_steps:  # steps: the same rows whatever the load
@@ -343,16 +360,50 @@ class Driver:
             step = counters.env_steps
             progress.update(step, counters.returns)
             self._check_finite()
-            eval_row = self._evaluate(evaluator) if evals(step) else None
-            last_eval = eval_row or last_eval
-            if eval_row is not None or (self._row_step < step < run.total_steps and rows(step)):
-                self._write_row(eval_row, progress)
-            if eval_row is not None and run.stop_return is not None:
-                if eval_row["eval_return"] >= run.stop_return:
-                    return last_eval, eval_row["wall_time"]
+            due = evals(step)
+            if background is None:
+                done = [(self._evaluate(evaluator), self.eval_weights)] if due else []
+            else:  # at most one evaluation playing and one waiting
+                done = self._finished(background, keep=1 if due else None)
+                if due:
+                    with self.agent.lock:
+                        background.submit(self.agent.get_weights(), counters.env_steps)
+            newest, solved = self._write_evals(done, progress)
+            if solved is not None:
+                return solved, solved["wall_time"]
+            last_eval = newest or last_eval
+            if not done and self._row_step < step < run.total_steps and rows(step):
+                self._write_row(None, progress)
             if saves(step) and step < run.total_steps:  # the final one follows the loop
                 self.save()
+        if background is not None:  # the evaluations still playing
+            newest, solved = self._write_evals(self._finished(background, 0), progress)
+            if solved is not None:
+                return solved, solved["wall_time"]
+            last_eval = newest or last_eval
         return last_eval, None
+
+    def _finished(self, background: BackgroundEvaluations, keep: int | None) -> list:
+        """``(row, weights)`` of the background evaluations that finished, waiting until at
+        most ``keep`` are pending (:meth:`BackgroundEvaluations.finished`); the wait counts
+        as evaluation time."""
+        start = time.perf_counter()
+        done = background.finished(keep)
+        if keep is not None:
+            self._eval_seconds += time.perf_counter() - start
+        return done
+
+    def _write_evals(self, done: list, progress: Progress) -> tuple[dict | None, dict | None]:
+        """Writes the rows of ``(row, weights)`` evaluations in order, up to the first that
+        reaches ``stop_return``, each one's weights becoming ``eval_weights`` (a solving one's
+        are kept). Returns the last row written and the solving row (or None)."""
+        stop, last = self.run_config.stop_return, None
+        for row, weights in done:
+            self.eval_weights, last = weights, row
+            self._write_row(row, progress)
+            if stop is not None and row["eval_return"] >= stop:
+                return row, row
+        return last, None
 
     def _check_finite(self) -> None:
         streak = int(self._metrics.get("nonfinite_streak", 0))

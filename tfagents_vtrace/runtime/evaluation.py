@@ -7,13 +7,20 @@ batched greedy policy call, and counts the first episode of each environment, so
 
 from __future__ import annotations
 
+import collections
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from tfagents_vtrace.runtime.env_failures import EnvFailure
 
 log = logging.getLogger(__name__)
+
+
+class EvaluationCancelled(Exception):
+    """An evaluation stopped by :meth:`Evaluator.cancel` (the run is ending)."""
 
 
 class Evaluator:
@@ -46,6 +53,12 @@ class Evaluator:
         self.max_steps = int(max_steps)
         self.count = 0
         self._env = None
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        """Stops a running evaluation at its next step (it raises
+        :class:`EvaluationCancelled`), and every later one."""
+        self._cancel.set()
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self.policy.set_weights(weights)
@@ -59,6 +72,8 @@ class Evaluator:
         for attempt in range(retries + 1):
             try:
                 return self._run_once()
+            except EvaluationCancelled:
+                raise
             except Exception as error:  # noqa: BLE001 - env failures are retried
                 if attempt == retries:
                     raise EnvFailure(
@@ -87,6 +102,8 @@ class Evaluator:
         if stats is not None:
             stats.reset()
         for _ in range(self.max_steps):
+            if self._cancel.is_set():
+                raise EvaluationCancelled("the evaluation was cancelled")
             action, info, state = self.policy.step(obs, first, prev_action, prev_reward, state)
             if stats is not None:
                 stats.add(info, first, running)
@@ -113,6 +130,57 @@ class Evaluator:
             except Exception:  # noqa: BLE001 - a broken env may fail to close too
                 pass
             self._env = None
+
+
+class BackgroundEvaluations:
+    """Evaluations of ``evaluator`` in one thread beside training, finished in the order
+    they were submitted (``RunConfig.eval_background``).
+
+    Each evaluation plays with its own copy of the weights, so the learner keeps updating
+    while it plays. Its row holds ``step`` and ``eval_step`` (the step of the weights it
+    evaluated) and ``wall_time`` (when it finished: when its result was known).
+
+    Args:
+      evaluator: the :class:`Evaluator` (used by this thread only while one is pending).
+      wall_time: ``() -> float``, the run's wall clock.
+    """
+
+    def __init__(self, evaluator: Evaluator, wall_time):
+        self.evaluator, self.wall_time = evaluator, wall_time
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="evaluation")
+        self._pending: collections.deque = collections.deque()
+
+    def submit(self, weights: list[np.ndarray], step: int) -> None:
+        """Queues a greedy evaluation of ``weights`` (a copy taken at ``step``)."""
+
+        def evaluate() -> dict:
+            self.evaluator.set_weights(weights)
+            row = self.evaluator.run()
+            row.update(step=int(step), eval_step=int(step), wall_time=round(self.wall_time(), 3))
+            return row
+
+        self._pending.append((self._executor.submit(evaluate), weights))
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def finished(self, keep: int | None = None) -> list[tuple[dict, list[np.ndarray]]]:
+        """``(row, weights)`` of the evaluations that finished, oldest first; with ``keep``,
+        first waits until at most ``keep`` are pending (0: all finished). An evaluation's
+        error is raised here."""
+        done = []
+        while self._pending and (
+            self._pending[0][0].done() or (keep is not None and len(self._pending) > keep)
+        ):
+            future, weights = self._pending.popleft()
+            done.append((future.result(), weights))
+        return done
+
+    def close(self) -> None:
+        """Cancels what is pending or playing and joins the thread."""
+        self.evaluator.cancel()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._pending.clear()
 
 
 def make_evaluator(run, policy, env_factory=None) -> Evaluator:
