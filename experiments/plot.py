@@ -76,7 +76,8 @@ def load_metrics(logdir: str) -> dict[str, list[tuple[float, float, float]]]:
 
     Returns:
       ``{"train": [(step, wall_time, episode_return), ...], "eval": [(step, wall_time,
-      eval_return), ...]}`` in file order.
+      eval_return), ...]}`` in file order; an evaluation's step is its ``eval_step`` when
+      the row has one (``--eval_background``: the weights' step, behind the row's).
 
     Raises:
       FileNotFoundError: no ``metrics.jsonl`` in ``logdir``.
@@ -91,7 +92,10 @@ def load_metrics(logdir: str) -> dict[str, list[tuple[float, float, float]]]:
         for kind, key in (("train", "episode_return"), ("eval", "eval_return")):
             value = _number(row, key)
             if value is not None:
-                curves[kind].append((step, wall, value))
+                at = step  # a background evaluation: the step of the weights it evaluated
+                if kind == "eval" and _number(row, "eval_step") is not None:
+                    at = _number(row, "eval_step")
+                curves[kind].append((at, wall, value))
     if not curves["train"] and not curves["eval"]:
         raise ValueError(f"{path}: no episode_return or eval_return rows to plot")
     return curves

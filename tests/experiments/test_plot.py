@@ -37,6 +37,12 @@ def test_load_metrics_separates_training_and_eval_rows(tmp_path):
     assert curves["eval"] == [(200.0, 2.5, 50.0)]
 
 
+def test_a_background_evaluation_is_drawn_at_the_step_of_its_weights(tmp_path):
+    rows = [*ROWS, {"step": 460, "wall_time": 4.5, "eval_step": 420, "eval_return": 60.0}]
+    curves = plot.load_metrics(_write_run(tmp_path / "a", rows))
+    assert curves["eval"] == [(200.0, 2.5, 50.0), (420.0, 4.5, 60.0)]
+
+
 def test_plot_writes_a_two_panel_png(tmp_path):
     a = _write_run(tmp_path / "run_a", ROWS)
     b = _write_run(tmp_path / "run_b", [dict(r, step=r["step"] * 2) for r in ROWS])

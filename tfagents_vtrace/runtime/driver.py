@@ -7,10 +7,12 @@ before its first timed checkpoint resumes by the same command), counts
 (:mod:`~tfagents_vtrace.runtime.counters`), calls the agent until ``total_steps``, writes a
 metrics row (``metrics.jsonl`` + TensorBoard, trimmed to the checkpoint on resume) every
 ``log_every_s`` seconds once the step moved, evaluates greedily every ``eval_every`` steps
-on separate environments, checkpoints every ``checkpoint_every_s`` seconds (one trigger
-semantics for the three: :mod:`~tfagents_vtrace.runtime.triggers`), stops at the first
-evaluation reaching ``stop_return`` with the evaluated weights, and ends with an evaluation,
-a checkpoint, the export to ``DIR/policy`` and ``final.json``. An ended run is not retrained.
+on separate environments (in the loop, or with ``eval_background`` in a thread beside it:
+:class:`~tfagents_vtrace.runtime.evaluation.BackgroundEvaluations`), checkpoints every
+``checkpoint_every_s`` seconds (one trigger semantics for the three:
+:mod:`~tfagents_vtrace.runtime.triggers`), stops at the first evaluation reaching
+``stop_return`` with the evaluated weights, and ends with an evaluation, a checkpoint, the
+export to ``DIR/policy`` and ``final.json``. An ended run is not retrained.
 
 One failure policy for every agent: an update whose loss or gradient is not finite is
 skipped and counted by the learner (``nonfinite_streak``); after ``max_nonfinite_updates``
