@@ -192,7 +192,10 @@ def main(argv=None) -> None:
     if "sb3_a2c" in args.systems:
         names += [f"sb3_a2c_{t}t" for t in args.torch_threads]
     sps: dict[str, list[float]] = {name: [] for name in names}
-    print(f"{args.env}, {args.num_envs} envs, {args.steps} agent steps per run", flush=True)
+    resnet = [s for s in args.systems if s in RESNET]
+    print(f"{args.env}, {args.num_envs} envs, {args.steps} agent steps per run"
+          + (f" ({args.resnet_steps} for {', '.join(resnet)})" if resnet else ""),
+          flush=True)  # fmt: skip
     with tempfile.TemporaryDirectory() as workdir:
         for round_ in range(args.rounds):
             for name in names:
