@@ -261,6 +261,7 @@ class Driver:
         self.extra_restored = self._restore_extra() if self.resumed else 0
         self._metrics: dict = {}
         self._eval_seconds, self.eval_weights = 0.0, None
+        self._last_eval: dict | None = None  # the newest evaluation row this run wrote
         self._row_step, self._row_time = self.counters.env_steps, time.monotonic()
 
     # ------------------------------------------------------------------ checkpoints
@@ -355,7 +356,6 @@ class Driver:
         else:  # multi_worker saves are collective: every worker saves at the same step
             every = run.eval_every or max(run.total_steps // 10, 1)
             saves = IntervalTrigger(every, counters.env_steps)
-        last_eval = None
         while counters.env_steps < run.total_steps:
             check_stop()
             self._metrics = self.agent.advance() or self._metrics
@@ -370,20 +370,16 @@ class Driver:
                 if due:
                     with self.agent.lock:
                         background.submit(self.agent.get_weights(), counters.env_steps)
-            newest, solved = self._write_evals(done, progress)
-            if solved is not None:
+            if (solved := self._write_evals(done, progress)) is not None:
                 return solved, solved["wall_time"]
-            last_eval = newest or last_eval
             if not done and self._row_step < step < run.total_steps and rows(step):
                 self._write_row(None, progress)
             if saves(step) and step < run.total_steps:  # the final one follows the loop
                 self.save()
         if background is not None:  # the evaluations still playing
-            newest, solved = self._write_evals(self._finished(background, 0), progress)
-            if solved is not None:
+            if (solved := self._write_evals(self._finished(background, 0), progress)) is not None:
                 return solved, solved["wall_time"]
-            last_eval = newest or last_eval
-        return last_eval, None
+        return self._last_eval, None
 
     def _finished(self, background: BackgroundEvaluations, keep: int | None) -> list:
         """``(row, weights)`` of the background evaluations that finished, waiting until at
@@ -395,17 +391,17 @@ class Driver:
             self._eval_seconds += time.perf_counter() - start
         return done
 
-    def _write_evals(self, done: list, progress: Progress) -> tuple[dict | None, dict | None]:
+    def _write_evals(self, done: list, progress: Progress) -> dict | None:
         """Writes the rows of ``(row, weights)`` evaluations in order, up to the first that
-        reaches ``stop_return``, each one's weights becoming ``eval_weights`` (a solving one's
-        are kept). Returns the last row written and the solving row (or None)."""
-        stop, last = self.run_config.stop_return, None
+        reaches ``stop_return``, each one's row becoming ``_last_eval`` and its weights
+        ``eval_weights`` (a solving one's are kept). Returns the solving row or None."""
+        stop = self.run_config.stop_return
         for row, weights in done:
-            self.eval_weights, last = weights, row
+            self.eval_weights, self._last_eval = weights, row
             self._write_row(row, progress)
             if stop is not None and row["eval_return"] >= stop:
-                return row, row
-        return last, None
+                return row
+        return None
 
     def _check_finite(self) -> None:
         streak = int(self._metrics.get("nonfinite_streak", 0))
