@@ -319,7 +319,7 @@ class Driver:
                     if not self.resumed:
                         self.save()  # step 0: the same command resumes a run killed early
                     try:
-                        last_eval, solved_wall = self._loop(evaluator, progress, background)
+                        solved = self._loop(evaluator, progress, background)
                     except EnvFailure:  # the learner is fine: keep its work
                         if self.role.task_type is None:
                             self.save()
@@ -328,7 +328,8 @@ class Driver:
                     self.agent.close()
                     progress.close()
             sps = (counters.env_steps - start_steps) / max(time.monotonic() - start, 1e-9)
-            if solved_wall is not None:  # keep (and export) the weights that reached it
+            last_eval = self._last_eval
+            if solved:  # keep (and export) the weights that reached it
                 self.agent.set_weights(self.eval_weights)
             elif last_eval is None or last_eval["step"] != counters.env_steps:
                 last_eval = self._evaluate(evaluator)
@@ -337,14 +338,15 @@ class Driver:
             if background is not None:
                 background.close()
             evaluator.close()
+        solved_wall = last_eval["wall_time"] if solved else None
         return self._finish(last_eval, solved_wall, round(sps, 1))
 
     def _loop(
         self, evaluator: Evaluator, progress: Progress, background: BackgroundEvaluations | None
-    ) -> tuple[dict | None, float | None]:
+    ) -> bool:
         """Advances the agent, writes rows, evaluates (in the loop, or in ``background``) and
-        checkpoints until ``total_steps`` or ``stop_return``; returns the newest evaluation
-        row and the solving wall time."""
+        checkpoints until ``total_steps`` or ``stop_return``; returns whether an evaluation
+        reached ``stop_return`` (then it is ``_last_eval``, its weights ``eval_weights``)."""
         run, counters = self.run_config, self.counters
         evals = IntervalTrigger(run.eval_every, counters.env_steps)
         if run.row_every_steps:  # steps: the same rows whatever the load
@@ -370,16 +372,15 @@ class Driver:
                 if due:
                     with self.agent.lock:
                         background.submit(self.agent.get_weights(), counters.env_steps)
-            if (solved := self._write_evals(done, progress)) is not None:
-                return solved, solved["wall_time"]
+            if self._write_evals(done, progress):
+                return True
             if not done and self._row_step < step < run.total_steps and rows(step):
                 self._write_row(None, progress)
             if saves(step) and step < run.total_steps:  # the final one follows the loop
                 self.save()
         if background is not None:  # the evaluations still playing
-            if (solved := self._write_evals(self._finished(background, 0), progress)) is not None:
-                return solved, solved["wall_time"]
-        return self._last_eval, None
+            return self._write_evals(self._finished(background, 0), progress)
+        return False
 
     def _finished(self, background: BackgroundEvaluations, keep: int | None) -> list:
         """``(row, weights)`` of the background evaluations that finished, waiting until at
@@ -391,17 +392,17 @@ class Driver:
             self._eval_seconds += time.perf_counter() - start
         return done
 
-    def _write_evals(self, done: list, progress: Progress) -> dict | None:
+    def _write_evals(self, done: list, progress: Progress) -> bool:
         """Writes the rows of ``(row, weights)`` evaluations in order, up to the first that
         reaches ``stop_return``, each one's row becoming ``_last_eval`` and its weights
-        ``eval_weights`` (a solving one's are kept). Returns the solving row or None."""
+        ``eval_weights`` (a solving one's are kept). Returns whether one reached it."""
         stop = self.run_config.stop_return
         for row, weights in done:
             self.eval_weights, self._last_eval = weights, row
             self._write_row(row, progress)
             if stop is not None and row["eval_return"] >= stop:
-                return row
-        return None
+                return True
+        return False
 
     def _check_finite(self) -> None:
         streak = int(self._metrics.get("nonfinite_streak", 0))
