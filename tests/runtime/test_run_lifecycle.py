@@ -35,7 +35,7 @@ def _fake_run(logdir, config=None, checkpoint=True):
         f.write(json.dumps({"step": 10}) + "\n")
     if checkpoint:
         os.makedirs(os.path.join(logdir, "checkpoints"))
-        for name in ("checkpoint", "ckpt-10.index"):
+        for name in ("checkpoint", "ckpt-10.index", "ckpt-10.data-00000-of-00001"):
             open(os.path.join(logdir, "checkpoints", name), "w").close()
     os.makedirs(os.path.join(logdir, "policy"))
 

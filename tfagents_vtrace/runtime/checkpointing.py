@@ -4,23 +4,34 @@ agent's trackables and the run's counters, and the network read back from a run 
 
 from __future__ import annotations
 
-import glob
+import contextlib
 import os
 import time
 
+from tfagents_vtrace.runtime import checkpoint_files as files
 from tfagents_vtrace.runtime.config_io import read_config, read_env_id, read_env_kwargs
 
 
+class CheckpointError(ValueError):
+    """No checkpoint of a run directory that holds some reads back whole."""
+
+
 class Checkpointer:
-    """``tf.train.CheckpointManager`` over the learner's trackables and run counters.
+    """``tf.train.CheckpointManager`` over the learner's trackables and run counters, in
+    ``DIR/checkpoints``.
 
     Counters (``env_steps``, ``updates``, ``episodes``, ``wall_time``, ``env_restarts``) are
-    int64/float64 variables saved with the network and optimizer.
+    int64/float64 variables saved with the network and optimizer. On construction, what killed
+    saves left is removed and the state file is rewritten from the complete checkpoints on disk
+    (:mod:`~tfagents_vtrace.runtime.checkpoint_files`), so a garbled or empty state file hides
+    nothing.
     """
 
     def __init__(self, logdir: str, items: dict, max_to_keep: int = 3):
         import tensorflow as tf
 
+        self.logdir, self.directory = logdir, os.path.join(logdir, "checkpoints")
+        self.max_to_keep = max_to_keep
         self.counters = {
             "env_steps": tf.Variable(0, dtype=tf.int64, trainable=False),
             "updates": tf.Variable(0, dtype=tf.int64, trainable=False),
@@ -29,18 +40,73 @@ class Checkpointer:
             "wall_time": tf.Variable(0.0, dtype=tf.float64, trainable=False),
         }
         self.checkpoint = tf.train.Checkpoint(**items, **self.counters)
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, os.path.join(logdir, "checkpoints"), max_to_keep=max_to_keep
-        )
+        self._alias = files.DirAlias(self.directory)
+        files.remove_leftovers(self.directory)
+        self._open_manager(files.complete_steps(self.directory))
         self.last_save = time.monotonic()
 
-    def restore(self) -> bool:
-        """Restores the latest checkpoint if any; returns whether one was restored."""
-        latest = self.manager.latest_checkpoint
-        if latest is None:
-            return False
-        self.checkpoint.restore(latest).assert_existing_objects_matched()
-        return True
+    def _open_manager(self, steps: list[int]) -> None:
+        import tensorflow as tf
+
+        if os.path.isdir(self.directory):
+            files.write_state(self.directory, steps)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, self._alias.name, max_to_keep=self.max_to_keep
+        )
+
+    def restore(self, accept=None) -> bool:
+        """Restores the newest intact checkpoint; returns whether one was restored.
+
+        Newest first, each complete checkpoint is read back whole (:func:`checkpoint_files.
+        damage`), restored, and handed to ``accept(step)`` (e.g. loading its replay archive),
+        which may raise :class:`~tfagents_vtrace.replay.storage.ReplayCorruptError`. A
+        checkpoint that fails either is moved into ``checkpoints/damaged/`` with its replay
+        archive, a one-line warning names it and why, and the next older one is tried.
+
+        Raises:
+          CheckpointError: checkpoints exist but none is intact (they are moved aside).
+          AssertionError: an intact checkpoint does not match the trackables (another
+            network): nothing is moved.
+        """
+        from tfagents_vtrace.replay import storage
+
+        skipped = []
+        for step in files.complete_steps(self.directory):
+            reason = files.damage(files.prefix(self._alias.name, step))
+            if reason is None:
+                self.checkpoint.restore(
+                    files.prefix(self._alias.name, step)
+                ).assert_existing_objects_matched()
+                try:
+                    if accept is not None:
+                        accept(step)
+                except storage.ReplayCorruptError as e:
+                    reason = str(e)
+            if reason is None:
+                if skipped:
+                    files.warn(
+                        f"resuming from ckpt-{step}: skipped {'; '.join(skipped)}; moved to "
+                        f"{os.path.join(self.directory, files.DAMAGED_DIR)}"
+                    )
+                self._open_manager(files.complete_steps(self.directory))
+                return True
+            files.move_aside(self.directory, step, also=(storage.replay_path(self.logdir, step),))
+            skipped.append(f"ckpt-{step} ({reason})")
+        if skipped:
+            self._open_manager([])
+            raise CheckpointError(
+                f"logdir: no checkpoint in {self.directory!r} reads back whole: "
+                f"{'; '.join(skipped)}; moved to {os.path.join(self.directory, files.DAMAGED_DIR)}"
+            )
+        return False
+
+    def steps(self) -> list[int]:
+        """The steps of the checkpoints the manager keeps, oldest first."""
+        return [int(p.rsplit("-", 1)[1]) for p in self.manager.checkpoints]
+
+    def path(self, step: int) -> str:
+        """The path prefix of checkpoint ``step``."""
+        return files.prefix(self.directory, step)
 
     def get(self, name: str):
         return self.counters[name].numpy().item()
@@ -50,11 +116,17 @@ class Checkpointer:
         return {name: self.get(name) for name in self.counters}
 
     def save(self, **counters) -> str:
-        """Sets the counters and writes a checkpoint numbered by ``env_steps``."""
+        """Sets the counters and writes a checkpoint numbered by ``env_steps``; returns its
+        path (under ``DIR/checkpoints``, whatever name TensorFlow wrote it through)."""
         for name, value in counters.items():
             self.counters[name].assign(value)
         self.last_save = time.monotonic()
-        return self.manager.save(checkpoint_number=int(self.counters["env_steps"].numpy()))
+        step = int(self.counters["env_steps"].numpy())
+        self.manager.save(checkpoint_number=step)
+        return self.path(step)
+
+    def close(self) -> None:
+        self._alias.close()
 
 
 def _checkpoint_root_children(path: str) -> set[str]:
@@ -91,26 +163,46 @@ def restore_network(logdir: str):
     network = build_network(
         NetworkConfig.from_dict(config["network_config"]), env_id, read_env_kwargs(config, env_id)
     )
-    latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
-    if latest is None:
-        raise ValueError(f"logdir: no checkpoint in {os.path.join(logdir, 'checkpoints')!r}")
-    children = _checkpoint_root_children(latest)
-    if "network_weights" in children:
-        checkpoint = tf.train.Checkpoint(network_weights=list(network.weights))
-    elif "network" in children:
-        checkpoint = tf.train.Checkpoint(network=network)
-    else:
-        raise ValueError(
-            f"logdir: checkpoint {latest!r} holds no network (neither 'network_weights' nor "
-            f"'network' among {sorted(children)})"
-        )
-    checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
+    with intact_checkpoint(logdir) as latest:
+        children = _checkpoint_root_children(latest)
+        if "network_weights" in children:
+            checkpoint = tf.train.Checkpoint(network_weights=list(network.weights))
+        elif "network" in children:
+            checkpoint = tf.train.Checkpoint(network=network)
+        else:
+            raise ValueError(
+                f"logdir: checkpoint {latest!r} holds no network (neither 'network_weights' "
+                f"nor 'network' among {sorted(children)})"
+            )
+        checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
     return network
 
 
+@contextlib.contextmanager
+def intact_checkpoint(logdir: str):
+    """The path prefix of the newest checkpoint of run directory ``logdir`` that reads back
+    whole, readable by TensorFlow while the block runs (:class:`checkpoint_files.DirAlias`);
+    a newer damaged one is passed over with a one-line warning and left in place.
+
+    Raises:
+      ValueError: naming ``logdir``, when no checkpoint reads back whole.
+    """
+    directory = os.path.join(logdir, "checkpoints")
+    with (
+        files.DirAlias(directory)
+        if os.path.isdir(directory)
+        else contextlib.nullcontext(directory) as alias
+    ):
+        step, skipped = files.newest_intact(directory, alias)
+        if step is None:
+            detail = f": {'; '.join(skipped)}" if skipped else ""
+            raise ValueError(f"logdir: no intact checkpoint in {directory!r}{detail}")
+        if skipped:
+            files.warn(f"reading ckpt-{step} of {directory}: skipped {'; '.join(skipped)}")
+        yield files.prefix(alias, step)
+
+
 def has_checkpoint(logdir: str) -> bool:
-    """Whether ``DIR/checkpoints`` holds a checkpoint (``tf.train.CheckpointManager`` state)."""
-    ckpt_dir = os.path.join(logdir, "checkpoints")
-    return os.path.exists(os.path.join(ckpt_dir, "checkpoint")) and bool(
-        glob.glob(os.path.join(glob.escape(ckpt_dir), "ckpt-*.index"))
-    )
+    """Whether ``DIR/checkpoints`` holds a complete checkpoint (its files, not its state
+    file, decide: :func:`checkpoint_files.complete_steps`)."""
+    return bool(files.complete_steps(os.path.join(logdir, "checkpoints")))

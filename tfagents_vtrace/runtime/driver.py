@@ -47,9 +47,15 @@ from tfagents_vtrace.runtime.evaluation import (
 )
 from tfagents_vtrace.runtime.metrics_log import MetricsLog
 from tfagents_vtrace.runtime.progress import Progress
-from tfagents_vtrace.runtime.run_dir import export_into_run, finished_row
+from tfagents_vtrace.runtime.run_dir import (
+    discard_start_files,
+    export_into_run,
+    finished_row,
+    remove_partial_exports,
+)
 from tfagents_vtrace.runtime.stop_signals import check_stop, checkpoint_on_interrupt
 from tfagents_vtrace.runtime.triggers import IntervalTrigger, TimeTrigger
+from tfagents_vtrace.runtime.write_errors import WriteError, writing
 
 log = logging.getLogger(__name__)
 
@@ -252,43 +258,73 @@ class Driver:
                 "step); evaluate in the training loop (eval_background=False)"
             )
         self.checkpointer = Checkpointer(self.logdir, items)
-        self.resumed = strategy_lib.restore_checkpoint(self.checkpointer, logdir, self.role)
+        self.extra_restored = 0
+        self.resumed = strategy_lib.restore_checkpoint(
+            self.checkpointer, logdir, self.role, accept=self._restore_extra
+        )
         restored = self.checkpointer.values() if self.resumed else {}
         self.counters = Counters(restored, start_time)
+        self._saved_step = self.counters.env_steps if self.resumed else None
         self.metrics = MetricsLog(self.logdir)
-        self.metrics.truncate_after(self.counters.env_steps if self.resumed else -1)
-        write_config(self.logdir, config)
-        self.extra_restored = self._restore_extra() if self.resumed else 0
+        with writing("metrics", self.metrics.path):
+            self.metrics.truncate_after(self.counters.env_steps if self.resumed else -1)
+        with writing("run config", os.path.join(self.logdir, "config.json")):
+            write_config(self.logdir, config)
+        if self.role.is_chief:
+            remove_partial_exports(self.logdir)
         self._metrics: dict = {}
         self._eval_seconds, self.eval_weights = 0.0, None
-        self._last_eval: dict | None = None  # the newest evaluation row this run wrote
+        # The newest evaluation row of the run: a resumed run whose last row evaluated the
+        # restored step (a kill during the final evaluation's export) is not evaluated again.
+        self._last_eval: dict | None = None
+        last = self.metrics.last_row
+        if (
+            last is not None
+            and last.get("step") == self.counters.env_steps
+            and "eval_return" in last
+        ):
+            self._last_eval = last
         self._row_step, self._row_time = self.counters.env_steps, time.monotonic()
 
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> str:
         """Extra state (replay) first, then the checkpoint of the same step; stale archives
-        are pruned. Counters are read once, under the agent's lock."""
+        are pruned. Counters are read once, under the agent's lock. A step already saved (or
+        restored) is not written again.
+
+        Raises:
+          WriteError: the archive or the checkpoint could not be written (the previous
+            checkpoint stays intact: TensorFlow commits a checkpoint by renaming it).
+        """
         state = self.agent.extra_state
         with self.agent.lock:
             counts = self.counters.snapshot()
+            step = counts["env_steps"]
+            if step == self._saved_step:
+                return self.checkpointer.path(step)
             if state is not None:
-                state.save(storage.replay_path(self.logdir, counts["env_steps"]))
-            path = self.checkpointer.save(**counts)
+                archive = storage.replay_path(self.logdir, step)
+                with writing("replay archive", archive):
+                    state.save(archive)
+            with writing("checkpoint", self.checkpointer.path(step)):
+                path = self.checkpointer.save(**counts)
+            self._saved_step = step
         if state is not None:
-            keep = [int(p.rsplit("-", 1)[1]) for p in self.checkpointer.manager.checkpoints]
-            storage.prune_replays(self.logdir, keep)
+            storage.prune_replays(self.logdir, self.checkpointer.steps())
         return path
 
-    def _restore_extra(self) -> int:
-        state, step = self.agent.extra_state, self.counters.env_steps
+    def _restore_extra(self, step: int) -> None:
+        """Loads the replay archive of checkpoint ``step`` (``Checkpointer.restore`` moves
+        both aside and falls back when its checksum fails)."""
+        state = self.agent.extra_state
         if state is None:
-            return 0
+            return
         path = storage.replay_path(self.chief_logdir, step)
         if not os.path.exists(path):
             log.warning("no replay archive %s: the replay starts empty", path)
-            return 0
+            return
         state.load(path)
-        return len(state)
+        self.extra_restored = len(state)
 
     # ------------------------------------------------------------------ the run
     def run(self) -> dict:
@@ -302,8 +338,31 @@ class Driver:
         finished = self.resumed and finished_row(self.chief_logdir, run, counters.env_steps)
         if finished:
             self.agent.close()
-            self.metrics.close()
+            self._close_metrics()
             return finished
+        try:
+            return self._run()
+        except WriteError as e:  # keep the newest state where the disk allows
+            if e.what != "checkpoint" and self._saved_step is not None and self.role.is_chief:
+                with contextlib.suppress(WriteError):
+                    self.save()
+            raise
+        except BaseException:
+            if self._saved_step is None and self.role.is_chief:  # a start that failed
+                self._close_metrics()
+                discard_start_files(self.logdir)
+            raise
+        finally:
+            self.checkpointer.close()
+
+    def _solved_before(self) -> bool:
+        """Whether the restored step's evaluation row (a run killed after it solved, before
+        it ended) reached ``stop_return``."""
+        stop, row = self.run_config.stop_return, self._last_eval
+        return stop is not None and row is not None and (row.get("eval_return") or -1e300) >= stop
+
+    def _run(self) -> dict:
+        run, counters = self.run_config, self.counters
         # Multi-worker saves are collective, so only a single process saves on Ctrl-C.
         guard = checkpoint_on_interrupt(self, lambda: self.counters.env_steps)
         progress = Progress(run.total_steps, counters.env_steps)
@@ -315,11 +374,12 @@ class Driver:
         try:
             with guard if self.role.task_type is None else contextlib.nullcontext():
                 try:
+                    solved = self._solved_before()
                     self.agent.start(counters)
                     if not self.resumed:
                         self.save()  # step 0: the same command resumes a run killed early
                     try:
-                        solved = self._loop(evaluator, progress, background)
+                        solved = solved or self._loop(evaluator, progress, background)
                     except EnvFailure:  # the learner is fine: keep its work
                         if self.role.task_type is None:
                             self.save()
@@ -329,7 +389,7 @@ class Driver:
                     progress.close()
             sps = (counters.env_steps - start_steps) / max(time.monotonic() - start, 1e-9)
             last_eval = self._last_eval
-            if solved:  # keep (and export) the weights that reached it
+            if solved and self.eval_weights is not None:  # keep (and export) those weights
                 self.agent.set_weights(self.eval_weights)
             elif last_eval is None or last_eval["step"] != counters.env_steps:
                 last_eval = self._evaluate(evaluator)
@@ -439,16 +499,23 @@ class Driver:
         if eval_row is not None:
             row.update({k: v for k, v in eval_row.items() if k not in ("step", "wall_time")})
         self._eval_seconds, self._row_step, self._row_time = 0.0, step, now
-        self.metrics.write(row)
+        with writing("metrics", self.metrics.path):
+            self.metrics.write(row)
         progress.log(row)
+
+    def _close_metrics(self) -> None:
+        with writing("metrics", self.metrics.path):  # TensorBoard's buffered summaries
+            self.metrics.close()
 
     def _finish(self, last_eval: dict, solved_wall: float | None, train_sps: float) -> dict:
         """The last checkpoint, the export, ``final.json``; returns the final row."""
         self.save()
         train_wall = self.counters.wall_time()
         if self.run_config.export_policy:
-            export_into_run(os.path.join(self.logdir, "policy"), self.agent.export)
-        self.metrics.close()
+            policy = os.path.join(self.logdir, "policy")
+            with writing("policy", policy):
+                export_into_run(policy, self.agent.export)
+        self._close_metrics()
         counts, state = self.counters.snapshot(), self.agent.extra_state
         final = {
             "final": True,
@@ -465,5 +532,6 @@ class Driver:
         }
         if state is not None:
             final.update(replay_size=len(state), replay_restored=int(self.extra_restored))
-        write_config(self.logdir, final, name="final.json")
+        with writing("final row", os.path.join(self.logdir, "final.json")):
+            write_config(self.logdir, final, name="final.json")
         return final

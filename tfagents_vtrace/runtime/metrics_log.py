@@ -84,23 +84,28 @@ class MetricsLog:
         self._tensorboard = tensorboard
         self._writer = None
         self._file = None
+        self.last_row: dict | None = None  # the newest row kept by truncate_after
 
     def truncate_after(self, step: int) -> int:
-        """Drops rows (and TensorBoard summaries) with ``step > step`` (resume); returns the
-        number of metrics rows kept."""
+        """Drops rows (and TensorBoard summaries) with ``step > step`` (resume) and repairs the
+        log first: a line cut by a kill is dropped, every kept line ends with a newline.
+        Returns the number of metrics rows kept; the newest is ``last_row``."""
         if self._tensorboard:
             truncate_events(self.logdir, step)
+        self.last_row = None
         if not os.path.exists(self.path):
             return 0
         with open(self.path) as f:
-            rows = [line for line in f if line.strip()]
+            lines = [line.rstrip("\n") for line in f if line.strip()]
         keep = []
-        for line in rows:
+        for line in lines:
             try:
-                if json.loads(line).get("step", 0) <= step:
-                    keep.append(line)
+                row = json.loads(line)
             except json.JSONDecodeError:  # a row cut by a kill
                 continue
+            if isinstance(row, dict) and row.get("step", 0) <= step:
+                keep.append(line + "\n")
+                self.last_row = row
         with open(self.path + ".tmp", "w") as f:
             f.writelines(keep)
         os.replace(self.path + ".tmp", self.path)

@@ -134,6 +134,9 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
         return "new"
     if not entries:
         return "new"
+    if not has_checkpoint(logdir) and _only_start_files(logdir, entries, config):
+        discard_start_files(logdir)  # a start killed or failed before its first checkpoint
+        return "new"
     if not has_checkpoint(logdir):
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise ValueError(
@@ -168,6 +171,76 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
             file=sys.stderr,
         )
     return "resume"
+
+
+# What a run writes before its step-0 checkpoint (besides config.json and metrics.jsonl).
+_START_FILES = ("events.out.tfevents.*", "config.before-resume-*.json", "policy.tmp-*")
+
+
+def _metrics_rows_past_start(logdir: str) -> bool:
+    """Whether ``DIR/metrics.jsonl`` holds a row past step 0 (a run's work, not its start)."""
+    path = os.path.join(logdir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and (row.get("step") or 0) > 0:
+                return True
+    return False
+
+
+def _only_start_files(logdir: str, entries: list[str], config: dict) -> bool:
+    """Whether ``entries`` (a directory without a complete checkpoint) are only what a start
+    of the same run (agent, environment and network of ``config``) writes before its step-0
+    checkpoint: its ``config.json``, a ``metrics.jsonl`` with no row past step 0, TensorBoard
+    files, an empty or leftover-only ``checkpoints/``."""
+    if "config.json" not in entries or not _is_run_config(logdir):
+        return False
+    old = read_config(logdir)
+    if any(old.get(k) != config.get(k) for k in _STRUCTURAL):
+        return False
+    starts = {os.path.basename(p) for p in _matching(logdir, _START_FILES)}
+    allowed = {"config.json", "metrics.jsonl", "checkpoints", *starts}
+    if not set(entries) <= allowed or _metrics_rows_past_start(logdir):
+        return False
+    ckpt_dir = os.path.join(logdir, "checkpoints")
+    if os.path.isdir(ckpt_dir) and not os.path.islink(ckpt_dir):
+        from tfagents_vtrace.runtime.checkpoint_files import DAMAGED_DIR
+
+        if DAMAGED_DIR in os.listdir(ckpt_dir):  # checkpoints once existed: not a mere start
+            return False
+    return True
+
+
+def discard_start_files(logdir: str) -> None:
+    """Removes what a start wrote before its step-0 checkpoint (config.json, metrics.jsonl,
+    TensorBoard files, ``checkpoints/`` without a complete checkpoint, partial writes), so a
+    failed or killed start leaves the directory as it was. Call it only for a directory
+    holding no complete checkpoint."""
+    if has_checkpoint(logdir):
+        raise ValueError(f"logdir: {logdir!r} holds a checkpoint; its files are kept")
+    patterns = ("config.json", "metrics.jsonl", "checkpoints", *_START_FILES, *_PARTIAL_WRITES)
+    for path in _matching(logdir, patterns):
+        _remove(path)
+
+
+def remove_partial_exports(logdir: str) -> None:
+    """Cleans what exports killed before their rename left (``export_target.
+    write_atomically``): ``policy.tmp-*`` are removed; a ``policy.old-*`` (the previous
+    export, moved away just before the new one took its place) is put back as ``policy/``
+    when there is none, else removed."""
+    policy = os.path.join(logdir, "policy")
+    for path in _matching(logdir, ("policy.tmp-*",)):
+        _remove(path)
+    for path in _matching(logdir, ("policy.old-*",)):
+        if not os.path.lexists(policy) and os.path.isfile(os.path.join(path, "saved_model.pb")):
+            os.rename(path, policy)
+        else:
+            _remove(path)
 
 
 def finished_row(logdir: str, run, step: int) -> dict | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import os
 import shutil
 import tempfile
 
@@ -129,17 +128,20 @@ def write_dir(logdir: str, role: WorkerRole) -> str:
     return path
 
 
-def restore_checkpoint(checkpointer, logdir: str, role: WorkerRole) -> bool:
+def restore_checkpoint(checkpointer, logdir: str, role: WorkerRole, accept=None) -> bool:
     """Restores the latest checkpoint of run directory ``logdir`` into ``checkpointer`` (a
     ``checkpointing.Checkpointer``, which may write elsewhere); returns whether one was restored.
 
-    The chief restores through its own manager; other workers read the chief's
+    The chief restores through its own manager (``Checkpointer.restore(accept)``: the newest
+    intact checkpoint, damaged newer ones moved aside); other workers read the chief's
     ``logdir/checkpoints`` so every worker resumes from the same step.
     """
     if role.is_chief:
-        return checkpointer.restore()
-    latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
-    if latest is None:
+        return checkpointer.restore(accept)
+    from tfagents_vtrace.runtime.checkpointing import has_checkpoint, intact_checkpoint
+
+    if not has_checkpoint(logdir):
         return False
-    checkpointer.checkpoint.restore(latest).assert_existing_objects_matched()
+    with intact_checkpoint(logdir) as latest:
+        checkpointer.checkpoint.restore(latest).assert_existing_objects_matched()
     return True

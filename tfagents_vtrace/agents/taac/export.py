@@ -284,6 +284,7 @@ def restore_run(logdir: str) -> tuple:
     from tfagents_vtrace.agents.taac.learner import TaacLearner
     from tfagents_vtrace.envs import make_env
     from tfagents_vtrace.runtime import config_io
+    from tfagents_vtrace.runtime.checkpointing import intact_checkpoint
 
     config = config_io.read_config(logdir)
     agent_config = config_io.dataclass_from_dict(TaacConfig, config["agent_config"])
@@ -295,11 +296,9 @@ def restore_run(logdir: str) -> tuple:
         env.close()
     seed = int(config["run_config"].get("seed", 0))
     learner = TaacLearner(agent_config, obs_shape, int(np.prod(space.shape)), seed=seed)
-    latest = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
-    if latest is None:
-        raise ValueError(f"logdir: no checkpoint in {os.path.join(logdir, 'checkpoints')!r}")
-    status = tf.train.Checkpoint(**learner.checkpoint_items()).restore(latest)
-    status.expect_partial()  # the run counters are not needed
+    with intact_checkpoint(logdir) as latest:
+        status = tf.train.Checkpoint(**learner.checkpoint_items()).restore(latest)
+        status.expect_partial()  # the run counters are not needed
     return learner, space, env_id
 
 

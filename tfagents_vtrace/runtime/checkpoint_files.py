@@ -1,0 +1,186 @@
+"""The files of ``DIR/checkpoints``, read from the directory itself rather than from the state
+file: which checkpoints are complete, whether one reads back whole, moving a damaged one aside,
+and the state file rewritten from what is on disk.
+
+``tf.train.CheckpointManager`` writes ``ckpt-<n>_temp/`` and renames its shards into
+``ckpt-<n>.data-<i>-of-<k>`` beside ``ckpt-<n>.index``, then rewrites the state file
+``checkpoint``. A kill can leave the temporary directory, a garbled or empty state file, or a
+newest checkpoint whose data a full disk or a bad sector cut short. As Orbax does with its
+commit marker, a reader here trusts only what it can verify: a checkpoint is *complete* when
+its index and every data shard it names exist, and *intact* when every tensor reads back
+(TensorFlow checks each tensor's CRC32C as it reads). Damaged files are moved into
+``DIR/checkpoints/damaged/``, never deleted.
+
+TensorFlow's checkpoint readers treat a path as a glob pattern, so a directory whose path holds
+``[``, ``]``, ``*`` or ``?`` cannot be read through its own name; :class:`DirAlias` names such a
+directory through an open file descriptor (``/proc/self/fd/<n>``) instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import shutil
+import sys
+
+STATE_FILE = "checkpoint"
+DAMAGED_DIR = "damaged"
+_INDEX_RE = re.compile(r"^ckpt-(\d+)\.index$")
+_DATA_RE = re.compile(r"^ckpt-(\d+)\.data-(\d+)-of-(\d+)$")
+_TEMP_RE = re.compile(r"^ckpt-\d+_temp")  # what a save killed before its rename leaves
+
+
+def has_glob_characters(path: str) -> bool:
+    return glob.escape(path) != path
+
+
+class DirAlias:
+    """A name for directory ``path`` that TensorFlow's file functions read as a plain path:
+    ``path`` itself, or ``/proc/self/fd/<n>`` of an open descriptor when ``path`` holds glob
+    characters. :meth:`close` releases the descriptor.
+
+    Raises:
+      ValueError: ``path`` holds glob characters on a system without ``/proc/self/fd``.
+    """
+
+    def __init__(self, path: str):
+        self.path, self._fd = path, None
+        if not has_glob_characters(os.path.abspath(path)):
+            self.name = path
+            return
+        if not os.path.isdir("/proc/self/fd"):
+            raise ValueError(
+                f"logdir: {path!r} holds one of the characters [ ] * ? that TensorFlow's "
+                "checkpoint readers take as a pattern; choose a path without them"
+            )
+        os.makedirs(path, exist_ok=True)
+        self._fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        self.name = f"/proc/self/fd/{self._fd}"
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> str:
+        return self.name
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def complete_steps(directory: str) -> list[int]:
+    """Steps of the complete checkpoints in ``directory`` (index and all data shards present),
+    newest first."""
+    try:
+        names = set(os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    shards: dict[int, set[tuple[int, int]]] = {}
+    for name in names:
+        match = _DATA_RE.match(name)
+        if match:
+            shards.setdefault(int(match[1]), set()).add((int(match[2]), int(match[3])))
+    steps = []
+    for name in names:
+        match = _INDEX_RE.match(name)
+        if not match:
+            continue
+        step, present = int(match[1]), shards.get(int(match[1]), set())
+        counts = {k for _, k in present}
+        if len(counts) == 1 and {i for i, _ in present} == set(range(counts.pop())):
+            steps.append(step)
+    return sorted(steps, reverse=True)
+
+
+def prefix(directory: str, step: int) -> str:
+    return os.path.join(directory, f"ckpt-{int(step)}")
+
+
+def damage(path_prefix: str) -> str | None:
+    """Why the checkpoint ``path_prefix`` does not read back whole (every tensor is read, so
+    each one's checksum is checked), or None when it does."""
+    import tensorflow as tf
+
+    try:
+        reader = tf.train.load_checkpoint(path_prefix)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except Exception as e:  # noqa: BLE001 - any failure to read is damage
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return f"{type(e).__name__}: {first[:200]}"
+    return None
+
+
+def move_aside(directory: str, step: int, also: tuple[str, ...] = ()) -> str:
+    """Moves checkpoint ``step``'s files (and the paths ``also``, e.g. its replay archive) into
+    ``directory/damaged/``, never overwriting an earlier one there; returns that directory."""
+    target = os.path.join(directory, DAMAGED_DIR)
+    os.makedirs(target, exist_ok=True)
+    own = [
+        os.path.join(directory, n)
+        for n in os.listdir(directory)
+        if n.startswith(f"ckpt-{int(step)}.") or n.startswith(f"ckpt-{int(step)}_temp")
+    ]
+    for path in own + [p for p in also if os.path.exists(p)]:
+        name, n = os.path.basename(path), 1
+        while os.path.exists(os.path.join(target, name)):
+            name, n = f"{os.path.basename(path)}.{n}", n + 1
+        os.replace(path, os.path.join(target, name))
+    return target
+
+
+def write_state(directory: str, steps: list[int]) -> None:
+    """Rewrites the state file ``directory/checkpoint`` to list ``steps`` (newest first) with
+    relative paths, atomically; removes it when ``steps`` is empty."""
+    path = os.path.join(directory, STATE_FILE)
+    if not steps:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        return
+    lines = [f'model_checkpoint_path: "ckpt-{steps[0]}"']
+    lines += [f'all_model_checkpoint_paths: "ckpt-{s}"' for s in sorted(steps)]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+
+
+def remove_leftovers(directory: str) -> list[str]:
+    """Removes what checkpoint saves killed before their rename left (``ckpt-<n>_temp*``, a
+    state file's ``.tmp``); returns the removed paths."""
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = []
+    for name in names:
+        path = os.path.join(directory, name)
+        if _TEMP_RE.match(name) or name == STATE_FILE + ".tmp":
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
+            removed.append(path)
+    return removed
+
+
+def warn(message: str) -> None:
+    """One ``warning:`` line on stderr."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def newest_intact(directory: str, alias: str | None = None) -> tuple[int | None, list[str]]:
+    """``(step, skipped)``: the newest checkpoint of ``directory`` that reads back whole (None
+    when none does) and ``"ckpt-<n> (reason)"`` for each newer one passed over. Nothing is
+    moved (readers such as ``export`` do not change a run directory). ``alias``: the name to
+    read ``directory`` through (:class:`DirAlias`)."""
+    skipped = []
+    for step in complete_steps(directory):
+        reason = damage(prefix(alias or directory, step))
+        if reason is None:
+            return step, skipped
+        skipped.append(f"ckpt-{step} ({reason})")
+    return None, skipped
