@@ -30,7 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.networks import distributions, heads, torsos
+from tfagents_vtrace.networks import action_spaces, distributions, heads, multi_input, torsos
 from tfagents_vtrace.networks.config import NetworkConfig
 from tfagents_vtrace.networks.core import LSTMCore
 
@@ -57,7 +57,10 @@ class ActorCriticNetwork(keras.Model):
       config, observation_space, action_space: as given.
       is_discrete: Discrete action space. num_actions (discrete) or action_dim (Box).
       policy_kind: "categorical" | "gaussian" | "tanh_gaussian".
-      observation_spec / action_spec: ``tf.TensorSpec`` of one (unbatched) observation/action.
+      observation_spec / action_spec: ``tf.TensorSpec`` of one (unbatched) observation/action
+        (observation: a nest of them for a Dict / Tuple space).
+      nested_observation: the observation space is a Dict / Tuple (the multi-input torso).
+      nvec: the categories of each MultiDiscrete action dimension, else None.
       state_sizes: last-dim size of each state tensor (``()`` when feed-forward).
     """
 
@@ -74,6 +77,10 @@ class ActorCriticNetwork(keras.Model):
         n_out = self.num_actions if self.is_discrete else self.action_dim
         if self.policy_kind == "categorical":
             self.policy_head = heads.CategoricalHead(n_out, config.policy_init_scale)
+        elif self.policy_kind in ("multi_categorical", "multi_binary"):
+            self.policy_head = action_spaces.policy_head(
+                self.policy_kind, self.nvec, n_out, config.policy_init_scale
+            )
         else:
             self.policy_head = heads.GaussianHead(
                 n_out, config.gaussian_std, config.init_std, config.min_std,
@@ -105,18 +112,24 @@ class ActorCriticNetwork(keras.Model):
 
     # ----------------------------------------------------------------- construction helpers
     def _setup_spaces(self, config, observation_space, action_space) -> None:
-        if isinstance(observation_space, gym.spaces.Discrete):
+        self.nested_observation = multi_input.is_nested(observation_space)
+        self.nvec = None
+        if self.nested_observation:  # a nest of specs; the multi-input torso encodes it
+            self.obs_categories, self.input_scale = None, 1.0
+            self._observation_spec = None  # built from the space (a Keras-untracked nest)
+        elif isinstance(observation_space, gym.spaces.Discrete):
             self.obs_categories = int(observation_space.n)
             self.input_scale = 1.0
-            self.observation_spec = tf.TensorSpec([], tf.int32, name="observation")
+            self._observation_spec = tf.TensorSpec([], tf.int32, name="observation")
         elif isinstance(observation_space, gym.spaces.Box):
             self.obs_categories = None
             self.input_scale = torsos.input_scale_for(observation_space)
             dtype = tf.uint8 if observation_space.dtype == np.uint8 else tf.float32
-            self.observation_spec = tf.TensorSpec(observation_space.shape, dtype, "observation")
+            self._observation_spec = tf.TensorSpec(observation_space.shape, dtype, "observation")
         else:
             raise ValueError(
-                f"observation_space must be Box or Discrete, got {type(observation_space)}"
+                "observation_space must be Box, Discrete, or a Dict / Tuple of those, got "
+                f"{type(observation_space)}"
             )
         self.action_low = self.action_high = None
         if isinstance(action_space, gym.spaces.Discrete):
@@ -136,8 +149,15 @@ class ActorCriticNetwork(keras.Model):
                 raise ValueError("policy_head='categorical' needs a Discrete action space, got Box")
             if kind == "tanh_gaussian":
                 distributions.check_bounds(self.action_low, self.action_high)
+        elif action_spaces.is_vector_discrete(action_space):
+            self.is_discrete, self.num_actions = False, None
+            kind, self.nvec, self.action_dim = action_spaces.setup(config, action_space)
+            self.action_spec = tf.TensorSpec([self.action_dim], tf.int32, name="action")
         else:
-            raise ValueError(f"action_space must be Discrete or a rank-1 Box, got {action_space!r}")
+            raise ValueError(
+                "action_space must be Discrete, a rank-1 Box, MultiDiscrete or MultiBinary, "
+                f"got {action_space!r}"
+            )
         if config.q_head == "discrete" and not self.is_discrete:
             raise ValueError("q_head='discrete' needs a Discrete action space, got Box")
         if config.q_hidden_sizes is not None and config.q_head is None:
@@ -146,12 +166,18 @@ class ActorCriticNetwork(keras.Model):
             )
         self.policy_kind = kind
 
-    def _mlp(self, hidden_sizes: tuple[int, ...]) -> torsos.MLPTorso:
+    def _mlp(self, hidden_sizes: tuple[int, ...]) -> keras.layers.Layer:
         """An MLP of its own on the observation (``()``: the flattened observation)."""
         cfg = self.config
+        if self.nested_observation:  # every leaf flattened, images too
+            return multi_input.MultiInputTorso(
+                self.observation_space, cfg, hidden_sizes, use_conv=False
+            )
         return torsos.MLPTorso(hidden_sizes, cfg.activation, self.obs_categories, self.input_scale)
 
     def _make_torso(self, config: NetworkConfig) -> keras.layers.Layer:
+        if self.nested_observation:
+            return multi_input.MultiInputTorso(self.observation_space, config, config.hidden_sizes)
         rank = len(self.observation_spec.shape)
         scale = self.input_scale
         if config.torso == "mlp":
@@ -163,22 +189,23 @@ class ActorCriticNetwork(keras.Model):
                 f"torso={config.torso!r} needs [H, W, C] observations, got shape "
                 f"{tuple(self.observation_spec.shape)}"
             )
-        conv = {"init": config.cnn_init, "compute_dtype": config.cnn_compute_dtype}
-        if config.torso == "nature_cnn":
-            return torsos.NatureCNN(config.cnn_dense_size or 512, input_scale=scale, **conv)
-        if config.torso == "small_atari_cnn":
-            return torsos.SmallAtariCNN(config.cnn_dense_size, input_scale=scale, **conv)
-        if config.torso == "universe_cnn":
-            return torsos.UniverseCNN(config.cnn_dense_size, input_scale=scale, **conv)
-        if config.torso == "minatar_cnn":
-            return torsos.MinAtarCNN(
-                dense_size=config.cnn_dense_size or 128, input_scale=scale, **conv
+        torso = multi_input.conv_torso(config, self.observation_spec.shape, scale)
+        if torso is None:
+            raise ValueError(
+                f"torso={config.torso!r} needs images of at least 3x3, got shape "
+                f"{tuple(self.observation_spec.shape)}"
             )
-        return torsos.ImpalaResNet(
-            dense_size=config.cnn_dense_size or 256, input_scale=scale, **conv
-        )
+        return torso
 
     # ------------------------------------------------------------------------ public API
+    @property
+    def observation_spec(self):
+        """``tf.TensorSpec`` of one (unbatched) observation; a dict / tuple of them
+        (``observation_<key>``) for a Dict / Tuple observation space."""
+        if self.nested_observation:
+            return multi_input.observation_spec(self.observation_space)
+        return self._observation_spec
+
     @property
     def state_sizes(self) -> tuple[int, ...]:
         """Last-dim size of each recurrent state tensor; ``()`` for feed-forward networks."""
@@ -191,7 +218,9 @@ class ActorCriticNetwork(keras.Model):
     def dummy_inputs(self, batch_size: int, time: int | None = None) -> NetInputs:
         """All-zero inputs ``[B, ...]`` (or ``[T, B, ...]`` when ``time`` is given), first=True."""
         lead = [batch_size] if time is None else [time, batch_size]
-        obs = tf.zeros(lead + list(self.observation_spec.shape), self.observation_spec.dtype)
+        obs = tf.nest.map_structure(
+            lambda s: tf.zeros(lead + list(s.shape), s.dtype), self.observation_spec
+        )
         return NetInputs(
             observation=obs,
             first=tf.ones(lead, tf.bool),
@@ -207,17 +236,20 @@ class ActorCriticNetwork(keras.Model):
     def distribution(self, policy: dict[str, tf.Tensor]):
         """``tfp`` distribution of the policy params, see distributions.py."""
         return distributions.make_distribution(
-            self.policy_kind, policy, self.action_low, self.action_high
+            self.policy_kind, policy, self.action_low, self.action_high, self.nvec
         )
 
     def greedy_action(self, policy: dict[str, tf.Tensor]) -> tf.Tensor:
         """Deterministic action: argmax (int32), loc, or ``mid + half_range * tanh(loc)``."""
         return distributions.greedy_action(
-            self.policy_kind, policy, self.action_low, self.action_high
+            self.policy_kind, policy, self.action_low, self.action_high, self.nvec
         )
 
     def encode_action(self, action: tf.Tensor) -> tf.Tensor:
-        """Actions as float vectors: one-hot ``[..., num_actions]`` or float32 ``[..., A]``."""
+        """Actions as float vectors: one-hot ``[..., num_actions]`` or float32 ``[..., A]``
+        (MultiDiscrete: the concatenated one-hots; MultiBinary: the bits)."""
+        if self.nvec is not None or self.policy_kind == "multi_binary":
+            return action_spaces.encode(self.policy_kind, action, self.nvec)
         if self.is_discrete:
             return tf.one_hot(tf.cast(action, tf.int32), self.num_actions, dtype=tf.float32)
         return tf.cast(action, tf.float32)
@@ -239,15 +271,16 @@ class ActorCriticNetwork(keras.Model):
         Returns NetOutput with ``[T, B, ...]`` policy/value/q and the final state ``[B, k]``.
         """
         inputs = self._check_inputs(inputs, state, ["T", "B"])
-        obs = inputs.observation
-        t, b = tf.shape(obs)[0], tf.shape(obs)[1]
-        feats = _split_time(self.torso(_merge_time(obs)), t, b)
+        obs = tf.nest.map_structure(_merge_time, inputs.observation)
+        lead = tf.shape(tf.nest.flatten(inputs.observation)[0])
+        t, b = lead[0], lead[1]
+        feats = _split_time(self.torso(obs), t, b)
         x = self._core_input(feats, inputs)
         new_state = ()
         if self.core is not None:
             x, new_state = self.core.unroll(x, inputs.first, tuple(state))
         flat_actions = None if actions is None else _merge_time(tf.convert_to_tensor(actions))
-        policy, value, q = self._heads(_merge_time(x), flat_actions, _merge_time(obs))
+        policy, value, q = self._heads(_merge_time(x), flat_actions, obs)
         split = lambda v: None if v is None else _split_time(v, t, b)
         policy = {k: split(v) for k, v in policy.items()}
         return NetOutput(policy, split(value), split(q), new_state)
@@ -255,15 +288,27 @@ class ActorCriticNetwork(keras.Model):
     # ------------------------------------------------------------------------ internals
     def _check_inputs(self, inputs, state, lead: list[str]) -> NetInputs:
         """Converts inputs to tensors; ValueError naming the argument on a static mismatch."""
-        inputs = NetInputs(*(tf.convert_to_tensor(x) for x in inputs))
-        expected = {
-            "observation": list(self.observation_spec.shape),
-            "first": [],
-            "prev_action": list(self.action_spec.shape),
-            "prev_reward": [],
-        }
-        for name, tail in expected.items():
-            shape = getattr(inputs, name).shape
+        observation, *rest = inputs
+        if self.nested_observation:
+            try:
+                tf.nest.assert_same_structure(self.observation_spec, observation, False)
+            except (ValueError, TypeError):
+                dots = lambda nest: tf.nest.map_structure(lambda _: "...", nest)  # noqa: E731
+                raise ValueError(
+                    f"observation: expected the structure {dots(self.observation_spec)}, got "
+                    f"{dots(observation)}"
+                ) from None
+        observation = tf.nest.map_structure(tf.convert_to_tensor, observation)
+        inputs = NetInputs(observation, *(tf.convert_to_tensor(x) for x in rest))
+        specs = tf.nest.flatten(self.observation_spec)  # (name, tensor, expected tail)
+        expected = [(s.name, x, list(s.shape)) for s, x in zip(specs, tf.nest.flatten(observation))]
+        expected += [
+            ("first", inputs.first, []),
+            ("prev_action", inputs.prev_action, list(self.action_spec.shape)),
+            ("prev_reward", inputs.prev_reward, []),
+        ]
+        for name, x, tail in expected:
+            shape = x.shape
             if shape.rank is None:
                 continue
             if shape.rank != len(lead) + len(tail) or not shape[len(lead) :].is_compatible_with(

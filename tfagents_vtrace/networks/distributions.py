@@ -9,6 +9,14 @@
   https://arxiv.org/abs/1801.01290). Its greedy action is ``mid + half_range * tanh(loc)``,
   the image of the Gaussian mode (not the mode of the squashed density, which has no closed
   form); ``log_prob`` includes the tanh Jacobian and is infinite exactly at the bounds.
+* "multi_categorical" (``MultiDiscrete(nvec)`` actions): one categorical per action dimension,
+  ``Independent(Categorical(padded logits [..., D, max(nvec)]), 1)`` from the head's flat
+  ``multi_logits`` ``[..., sum(nvec)]`` (block d holds dimension d's ``nvec[d]`` logits; the
+  padding is a finite -1e9, so padded entries have probability 0 and add 0 to the entropy and
+  the KL). ``log_prob`` and ``entropy`` are sums over the D dimensions; mode = argmax per block.
+* "multi_binary" (``MultiBinary(n)`` actions): ``Independent(Bernoulli(bernoulli_logits
+  [..., n]), 1)``, int32 samples in {0, 1}; ``log_prob`` and ``entropy`` summed over the n
+  bits; mode = ``logits > 0``.
 
 Batch shape is the leading dims of the parameters (``[B]`` or ``[T, B]``).
 
@@ -27,7 +35,32 @@ import tensorflow as tf
 if TYPE_CHECKING:
     import tensorflow_probability as tfp
 
-POLICY_KINDS = ("categorical", "gaussian", "tanh_gaussian")
+POLICY_KINDS = ("categorical", "gaussian", "tanh_gaussian", "multi_categorical", "multi_binary")
+MULTI_LOGITS, BERNOULLI_LOGITS = "multi_logits", "bernoulli_logits"
+_PAD_LOGIT = -1e9
+
+
+def padded_logits(flat_logits: tf.Tensor, nvec) -> tf.Tensor:
+    """``[..., sum(nvec)]`` blocks of logits -> ``[..., D, max(nvec)]``, each block padded
+    with -1e9 (probability 0) up to ``max(nvec)``."""
+    nvec = [int(n) for n in nvec]
+    width = max(nvec)
+    if all(n == width for n in nvec):
+        shape = tf.concat([tf.shape(flat_logits)[:-1], [len(nvec), width]], 0)
+        return tf.reshape(flat_logits, shape)
+    blocks = tf.split(flat_logits, nvec, axis=-1)
+    pad = [[0, 0]] * (flat_logits.shape.rank - 1)
+    padded = [
+        tf.pad(b, pad + [[0, width - n]], constant_values=_PAD_LOGIT) for b, n in zip(blocks, nvec)
+    ]
+    return tf.stack(padded, axis=-2)
+
+
+def one_hot_blocks(actions: tf.Tensor, nvec) -> tf.Tensor:
+    """MultiDiscrete actions ``[..., D]`` -> the concatenated one-hots ``[..., sum(nvec)]``."""
+    actions = tf.cast(actions, tf.int32)
+    parts = [tf.one_hot(actions[..., d], int(n), dtype=tf.float32) for d, n in enumerate(nvec)]
+    return tf.concat(parts, axis=-1)
 
 
 def make_distribution(
@@ -35,16 +68,23 @@ def make_distribution(
     policy: dict[str, tf.Tensor],
     low: np.ndarray | None = None,
     high: np.ndarray | None = None,
+    nvec=None,
 ) -> tfp.distributions.Distribution:
     """The distribution of ``kind`` with the parameters in ``policy`` (see module docstring).
 
-    ``low``/``high`` (``[A]``, finite) are required for "tanh_gaussian".
+    ``low``/``high`` (``[A]``, finite) are required for "tanh_gaussian", ``nvec`` (the
+    categories of each action dimension) for "multi_categorical".
     """
     import tensorflow_probability as tfp  # lazy: see the module docstring
 
     tfd, tfb = tfp.distributions, tfp.bijectors
     if kind == "categorical":
         return tfd.Categorical(logits=policy["logits"], dtype=tf.int32)
+    if kind == "multi_categorical":
+        logits = padded_logits(policy[MULTI_LOGITS], nvec)
+        return tfd.Independent(tfd.Categorical(logits=logits, dtype=tf.int32), 1)
+    if kind == "multi_binary":
+        return tfd.Independent(tfd.Bernoulli(logits=policy[BERNOULLI_LOGITS], dtype=tf.int32), 1)
     base = tfd.Independent(
         tfd.Normal(loc=policy["loc"], scale=policy["scale"]), reinterpreted_batch_ndims=1
     )
@@ -62,10 +102,17 @@ def greedy_action(
     policy: dict[str, tf.Tensor],
     low: np.ndarray | None = None,
     high: np.ndarray | None = None,
+    nvec=None,
 ) -> tf.Tensor:
-    """The deterministic (greedy) action: argmax logits (int32), loc, or the squashed loc."""
+    """The deterministic (greedy) action: argmax logits (int32; per block for
+    "multi_categorical"), ``logits > 0`` (int32, "multi_binary"), loc, or the squashed loc."""
     if kind == "categorical":
         return tf.argmax(policy["logits"], axis=-1, output_type=tf.int32)
+    if kind == "multi_categorical":
+        logits = padded_logits(policy[MULTI_LOGITS], nvec)
+        return tf.argmax(logits, axis=-1, output_type=tf.int32)
+    if kind == "multi_binary":
+        return tf.cast(policy[BERNOULLI_LOGITS] > 0.0, tf.int32)
     if kind == "gaussian":
         return tf.identity(policy["loc"])
     if kind == "tanh_gaussian":

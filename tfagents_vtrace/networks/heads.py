@@ -1,6 +1,10 @@
 """Output heads on a ``[N, F]`` feature batch: policy parameters, V(s), Q(s, .) and ACER's SDN.
 
 * :class:`CategoricalHead` -> ``{"logits": [N, A]}``.
+* :class:`MultiCategoricalHead` (MultiDiscrete actions) -> ``{"multi_logits": [N, sum(nvec)]}``,
+  one block of logits per action dimension; :class:`BernoulliHead` (MultiBinary actions) ->
+  ``{"bernoulli_logits": [N, n]}``. Their own keys keep the single-categorical fast paths
+  (which look for ``logits``) away from them.
 * :class:`GaussianHead` -> ``{"loc": [N, A], "scale": [N, A]}`` with a state-dependent or a
   global (learned, state-independent) std, ``scale = softplus(raw) + min_std``. The same
   parameters serve the diagonal Gaussian and the tanh-squashed Gaussian (the squashing lives
@@ -51,6 +55,36 @@ class CategoricalHead(keras.layers.Layer):
 
     def call(self, features: tf.Tensor) -> dict[str, tf.Tensor]:
         return {"logits": self.logits(features)}
+
+
+class MultiCategoricalHead(keras.layers.Layer):
+    """Logits of independent categoricals, one block per action dimension:
+    ``[N, F] -> {"multi_logits": [N, sum(nvec)]}`` (see ``distributions.py``)."""
+
+    def __init__(self, nvec, init_scale: float = 0.01, **kw):
+        super().__init__(**kw)
+        self.nvec = tuple(int(n) for n in nvec)
+        self.logits = _dense(sum(self.nvec), init_scale)
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, features: tf.Tensor) -> dict[str, tf.Tensor]:
+        return {"multi_logits": self.logits(features)}
+
+
+class BernoulliHead(keras.layers.Layer):
+    """Logits of independent Bernoulli bits: ``[N, F] -> {"bernoulli_logits": [N, n]}``."""
+
+    def __init__(self, num_bits: int, init_scale: float = 0.01, **kw):
+        super().__init__(**kw)
+        self.logits = _dense(num_bits, init_scale)
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, features: tf.Tensor) -> dict[str, tf.Tensor]:
+        return {"bernoulli_logits": self.logits(features)}
 
 
 class GaussianHead(keras.layers.Layer):

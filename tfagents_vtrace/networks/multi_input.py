@@ -1,0 +1,175 @@
+"""Observation specs of gymnasium spaces and the multi-input torso of ``Dict`` / ``Tuple``
+observations.
+
+A ``Dict`` or ``Tuple`` observation travels through the library as a nest (dict / tuple) of
+arrays, one leaf per sub-space, time-major ``[T, B, ...]`` per leaf. Each leaf is a ``Box``
+(float, or uint8) or a ``Discrete`` (int32 ids). The multi-input torso encodes each leaf on
+its own and concatenates the codes, the pattern of Stable-Baselines3's ``CombinedExtractor``
+(https://github.com/DLR-RM/stable-baselines3, ``common/torch_layers.py``):
+
+* an image leaf (uint8 ``Box`` of rank 3, ``[H, W, C]``) goes through a conv torso of its
+  own, the one ``NetworkConfig.torso`` names (:func:`conv_torso`), or is flattened when the
+  configured torso is the MLP;
+* a ``Discrete`` leaf is one-hot encoded, any other ``Box`` leaf flattened (uint8 scaled as
+  :func:`~tfagents_vtrace.networks.torsos.input_scale_for` says);
+
+then the concatenation goes through dense layers of ``NetworkConfig.hidden_sizes``.
+
+Small images: a conv torso whose strides would shrink the image below 1x1 (the Nature CNN's
+8x8/4 first layer needs 8x8 inputs) is replaced by the grid CNN of MinAtar (conv 16x3x3/1,
+valid; 3x3 and larger), and an image smaller than that is flattened.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.networks import torsos
+from tfagents_vtrace.networks.config import NetworkConfig
+
+NESTED_SPACES = (gym.spaces.Dict, gym.spaces.Tuple)
+
+
+def is_nested(space) -> bool:
+    """Whether ``space`` is a ``Dict`` or ``Tuple`` observation space."""
+    return isinstance(space, NESTED_SPACES)
+
+
+def is_image(space) -> bool:
+    """A uint8 ``Box`` of rank 3 (``[H, W, C]``)."""
+    return isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
+
+
+def space_nest(space, where: str = "observation_space"):
+    """The leaf spaces of ``space`` as plain dicts / tuples (a gymnasium ``Dict`` is a
+    Mapping that ``tf.nest`` would try to rebuild). Raises ValueError naming ``where`` for a
+    leaf that is not a ``Box`` or ``Discrete``."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: space_nest(v, f"{where}[{k!r}]") for k, v in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(space_nest(v, f"{where}[{i}]") for i, v in enumerate(space.spaces))
+    if isinstance(space, gym.spaces.Box | gym.spaces.Discrete):
+        return space
+    raise ValueError(
+        f"{where} must be Box, Discrete, or a Dict / Tuple of those, got {type(space).__name__}"
+    )
+
+
+def leaf_spec(space, name: str) -> tf.TensorSpec:
+    """Spec of one (unbatched) leaf: int32 ``[]`` ids (Discrete), uint8 or float32 (Box)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return tf.TensorSpec([], tf.int32, name=name)
+    dtype = tf.uint8 if space.dtype == np.uint8 else tf.float32
+    return tf.TensorSpec(space.shape, dtype, name=name)
+
+
+def observation_spec(space):
+    """A nest of ``tf.TensorSpec`` of one observation of a ``Dict`` / ``Tuple`` space; leaf
+    names are ``observation_<key>`` (``observation_<i>`` in a tuple, ``_``-joined paths)."""
+    nest = space_nest(space)
+    paths = [p for p, _ in _paths(nest)]
+    leaves = tf.nest.flatten(nest)
+    specs = [leaf_spec(s, "_".join(["observation", *map(str, p)])) for s, p in zip(leaves, paths)]
+    return tf.nest.pack_sequence_as(nest, specs)
+
+
+def _paths(nest, prefix=()):
+    """``(path, leaf)`` pairs in ``tf.nest.flatten`` order (dict keys sorted)."""
+    if isinstance(nest, dict):
+        for k in sorted(nest):
+            yield from _paths(nest[k], (*prefix, k))
+    elif isinstance(nest, tuple):
+        for i, v in enumerate(nest):
+            yield from _paths(v, (*prefix, i))
+    else:
+        yield prefix, nest
+
+
+def _convs_fit(convs, padding: str, height: int, width: int) -> bool:
+    """Whether valid convolutions ``(filters, kernel, stride)`` leave at least 1x1."""
+    if padding == "same":
+        return True
+    for _, k, s in convs:
+        height, width = (height - k) // s + 1, (width - k) // s + 1
+        if height < 1 or width < 1:
+            return False
+    return True
+
+
+_CONV_TORSOS = {
+    "nature_cnn": (torsos.NatureCNN, 512),
+    "small_atari_cnn": (torsos.SmallAtariCNN, None),
+    "universe_cnn": (torsos.UniverseCNN, None),
+}
+
+
+def conv_torso(config: NetworkConfig, shape, input_scale: float) -> keras.layers.Layer | None:
+    """The conv torso ``config.torso`` names for ``[H, W, C]`` images of ``shape``; the
+    MinAtar grid CNN where its strides do not fit the image; None (flatten the image) where
+    neither fits (smaller than 3x3). ``config.torso`` must be a conv torso."""
+    conv = {"init": config.cnn_init, "compute_dtype": config.cnn_compute_dtype}
+    height, width = int(shape[0]), int(shape[1])
+    if config.torso in _CONV_TORSOS:
+        cls, default = _CONV_TORSOS[config.torso]
+        if _convs_fit(cls.CONVS, cls.PADDING, height, width):
+            size = config.cnn_dense_size or default
+            return cls(size, input_scale=input_scale, **conv)
+    elif config.torso == "impala_resnet":  # same padding: any size
+        return torsos.ImpalaResNet(
+            dense_size=config.cnn_dense_size or 256, input_scale=input_scale, **conv
+        )
+    if not _convs_fit(torsos.MinAtarCNN.CONVS, "valid", height, width):
+        return None
+    size = config.cnn_dense_size or 128
+    return torsos.MinAtarCNN(dense_size=size, input_scale=input_scale, **conv)
+
+
+class MultiInputTorso(keras.layers.Layer):
+    """One encoder per leaf of a ``Dict`` / ``Tuple`` observation, concatenated, then dense
+    layers (module docstring): a nest of ``[N, ...]`` leaves -> ``[N, hidden_sizes[-1]]``
+    (the concatenation itself with empty ``hidden_sizes``).
+
+    Args:
+      observation_space: the ``Dict`` / ``Tuple`` space.
+      config: its ``torso`` picks the image encoders, ``activation`` the dense layers'.
+      hidden_sizes: the dense layers after the concatenation.
+      use_conv: encode image leaves with conv torsos (False: flatten them, as the MLP does).
+    Gradients flow into every weight (not the observation).
+    """
+
+    def __init__(
+        self,
+        observation_space,
+        config: NetworkConfig,
+        hidden_sizes: tuple[int, ...],
+        use_conv: bool = True,
+        **kw,
+    ):
+        super().__init__(**kw)
+        self.structure = space_nest(observation_space)
+        conv = use_conv and config.torso != "mlp"
+        self.encoders = []
+        for space in tf.nest.flatten(self.structure):
+            scale = 1.0 if isinstance(space, gym.spaces.Discrete) else torsos.input_scale_for(space)
+            encoder = conv_torso(config, space.shape, scale) if conv and is_image(space) else None
+            if encoder is None:  # flatten (one-hot for Discrete)
+                cats = int(space.n) if isinstance(space, gym.spaces.Discrete) else None
+                encoder = torsos.MLPTorso((), config.activation, cats, scale)
+            self.encoders.append(encoder)
+        torsos.track_layers(self, "encoder", self.encoders)
+        self.mlp = torsos.MLPTorso(hidden_sizes, config.activation, input_scale=1.0)
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, observation) -> tf.Tensor:
+        leaves = tf.nest.flatten(observation)
+        if len(leaves) != len(self.encoders):
+            raise ValueError(
+                f"observation: expected {len(self.encoders)} leaves, got {len(leaves)}"
+            )
+        codes = [encoder(x) for encoder, x in zip(self.encoders, leaves)]
+        return self.mlp(tf.concat(codes, axis=-1))
