@@ -1,0 +1,123 @@
+"""Which agent takes which gymnasium spaces, and the one-line refusal of the others.
+
+:data:`SUPPORTED_SPACES` is the table (space class names per agent):
+
+==============  ==================================  ========================================
+agent           observations                        actions
+==============  ==================================  ========================================
+impala, a2c,    Box (float, uint8 images),          Discrete, Box (rank 1), MultiDiscrete
+a3c             Discrete, Dict / Tuple of those     (rank 1, start 0), MultiBinary (rank 1)
+acer            Box, Discrete                       Discrete, Box (rank 1)
+taac            Box                                 Box (rank 1)
+==============  ==================================  ========================================
+
+:func:`check_spaces` raises ``ValueError`` with one line naming the agent and the space
+(``env: taac does not take Discrete actions (it takes Box actions)``), before any network
+is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = ["SUPPORTED_SPACES", "AgentSpaces", "check_spaces"]
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSpaces:
+    """The gymnasium space classes (by name) an agent takes.
+
+    ``observations`` may hold "Dict" / "Tuple": their sub-spaces are then any of the other
+    observation names (nested Dict / Tuple included). ``rank1_actions``: action space names
+    whose shape must have rank 1 (the actor-critic network's vector actions).
+    """
+
+    observations: tuple[str, ...]
+    actions: tuple[str, ...]
+    rank1_actions: tuple[str, ...] = ("Box", "MultiDiscrete", "MultiBinary")
+
+
+_ACTOR_CRITIC = AgentSpaces(
+    observations=("Box", "Discrete", "Dict", "Tuple"),
+    actions=("Discrete", "Box", "MultiDiscrete", "MultiBinary"),
+)
+
+SUPPORTED_SPACES: dict[str, AgentSpaces] = {
+    "impala": _ACTOR_CRITIC,
+    "a2c": _ACTOR_CRITIC,
+    "a3c": _ACTOR_CRITIC,
+    "acer": AgentSpaces(observations=("Box", "Discrete"), actions=("Discrete", "Box")),
+    "taac": AgentSpaces(observations=("Box",), actions=("Box",)),
+}
+
+_NESTED = ("Dict", "Tuple")
+
+
+def _name(space) -> str:
+    return type(space).__name__
+
+
+def _or(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _check_observation(agent: str, table: AgentSpaces, space, inside: str | None) -> None:
+    """Refuses ``space`` (a sub-space of a ``inside`` Dict / Tuple when given)."""
+    name = _name(space)
+    if name not in table.observations:
+        if inside is None:
+            raise ValueError(
+                f"env: {agent} does not take {name} observations "
+                f"(it takes {_or(table.observations)} observations)"
+            )
+        raise ValueError(
+            f"env: {agent} does not take a {inside} observation holding {name} "
+            f"(its Dict / Tuple observations hold {_or(table.observations)} spaces)"
+        )
+    if isinstance(space, gym.spaces.Dict):
+        for sub in space.spaces.values():
+            _check_observation(agent, table, sub, "Dict")
+    elif isinstance(space, gym.spaces.Tuple):
+        for sub in space.spaces:
+            _check_observation(agent, table, sub, "Tuple")
+
+
+def _check_action(agent: str, table: AgentSpaces, space) -> None:
+    name = _name(space)
+    if name not in table.actions:
+        raise ValueError(
+            f"env: {agent} does not take {name} actions (it takes {_or(table.actions)} actions)"
+        )
+    shape = tuple(space.shape or ())
+    if name in table.rank1_actions and len(shape) != 1:
+        raise ValueError(
+            f"env: {agent} does not take {name} actions of shape {shape} (it takes "
+            f"rank-1 {name} actions)"
+        )
+    if isinstance(space, gym.spaces.MultiDiscrete) and np.any(np.asarray(space.start) != 0):
+        raise ValueError(
+            f"env: {agent} does not take MultiDiscrete actions with start "
+            f"{np.asarray(space.start).tolist()} (it takes start 0)"
+        )
+
+
+def check_spaces(agent_name: str, observation_space, action_space) -> None:
+    """Raises ``ValueError`` (one line: the agent and the space) unless ``agent_name``
+    takes ``observation_space`` and ``action_space`` (the single env's, unbatched spaces);
+    the table is :data:`SUPPORTED_SPACES`.
+
+    Raises:
+      ValueError: ``agent: ...`` for an agent missing from the table; ``env: ...`` for a
+        space it does not take.
+    """
+    table = SUPPORTED_SPACES.get(agent_name)
+    if table is None:
+        raise ValueError(
+            f"agent: expected one of {tuple(sorted(SUPPORTED_SPACES))}, received {agent_name!r}"
+        )
+    _check_observation(agent_name, table, observation_space, None)
+    _check_action(agent_name, table, action_space)
