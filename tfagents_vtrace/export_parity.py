@@ -70,7 +70,9 @@ class SavedModelRunner:
 
         self._tf = tf
         if isinstance(policy, str | os.PathLike):
-            policy = tf.saved_model.load(os.fspath(policy))
+            from tfagents_vtrace.tf_paths import load_saved_model
+
+            policy = load_saved_model(policy)
         if hasattr(policy, "serving_signatures"):  # in process: the exported functions
             self._signatures = policy.serving_signatures()
         else:

@@ -11,15 +11,13 @@ its index and every data shard it names exist, and *intact* when every tensor re
 (TensorFlow checks each tensor's CRC32C as it reads). Damaged files are moved into
 ``DIR/checkpoints/damaged/``, never deleted.
 
-TensorFlow's checkpoint readers treat a path as a glob pattern, so a directory whose path holds
-``[``, ``]``, ``*`` or ``?`` cannot be read through its own name; :class:`DirAlias` names such a
-directory through an open file descriptor (``/proc/self/fd/<n>``) instead.
+Checkpoints are read through :class:`~tfagents_vtrace.tf_paths.DirAlias` (TensorFlow's readers
+take a path as a glob pattern).
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import re
 import shutil
@@ -30,45 +28,6 @@ DAMAGED_DIR = "damaged"
 _INDEX_RE = re.compile(r"^ckpt-(\d+)\.index$")
 _DATA_RE = re.compile(r"^ckpt-(\d+)\.data-(\d+)-of-(\d+)$")
 _TEMP_RE = re.compile(r"^ckpt-\d+_temp")  # what a save killed before its rename leaves
-
-
-def has_glob_characters(path: str) -> bool:
-    return glob.escape(path) != path
-
-
-class DirAlias:
-    """A name for directory ``path`` that TensorFlow's file functions read as a plain path:
-    ``path`` itself, or ``/proc/self/fd/<n>`` of an open descriptor when ``path`` holds glob
-    characters. :meth:`close` releases the descriptor.
-
-    Raises:
-      ValueError: ``path`` holds glob characters on a system without ``/proc/self/fd``.
-    """
-
-    def __init__(self, path: str):
-        self.path, self._fd = path, None
-        if not has_glob_characters(os.path.abspath(path)):
-            self.name = path
-            return
-        if not os.path.isdir("/proc/self/fd"):
-            raise ValueError(
-                f"logdir: {path!r} holds one of the characters [ ] * ? that TensorFlow's "
-                "checkpoint readers take as a pattern; choose a path without them"
-            )
-        os.makedirs(path, exist_ok=True)
-        self._fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        self.name = f"/proc/self/fd/{self._fd}"
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def __enter__(self) -> str:
-        return self.name
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def complete_steps(directory: str) -> list[int]:
@@ -176,7 +135,7 @@ def newest_intact(directory: str, alias: str | None = None) -> tuple[int | None,
     """``(step, skipped)``: the newest checkpoint of ``directory`` that reads back whole (None
     when none does) and ``"ckpt-<n> (reason)"`` for each newer one passed over. Nothing is
     moved (readers such as ``export`` do not change a run directory). ``alias``: the name to
-    read ``directory`` through (:class:`DirAlias`)."""
+    read ``directory`` through (:class:`~tfagents_vtrace.tf_paths.DirAlias`)."""
     skipped = []
     for step in complete_steps(directory):
         reason = damage(prefix(alias or directory, step))

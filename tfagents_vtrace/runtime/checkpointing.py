@@ -10,6 +10,7 @@ import time
 
 from tfagents_vtrace.runtime import checkpoint_files as files
 from tfagents_vtrace.runtime.config_io import read_config, read_env_id, read_env_kwargs
+from tfagents_vtrace.tf_paths import DirAlias
 
 
 class CheckpointError(ValueError):
@@ -40,7 +41,7 @@ class Checkpointer:
             "wall_time": tf.Variable(0.0, dtype=tf.float64, trainable=False),
         }
         self.checkpoint = tf.train.Checkpoint(**items, **self.counters)
-        self._alias = files.DirAlias(self.directory)
+        self._alias = DirAlias(self.directory)
         files.remove_leftovers(self.directory)
         self._open_manager(files.complete_steps(self.directory))
         self.last_save = time.monotonic()
@@ -181,18 +182,16 @@ def restore_network(logdir: str):
 @contextlib.contextmanager
 def intact_checkpoint(logdir: str):
     """The path prefix of the newest checkpoint of run directory ``logdir`` that reads back
-    whole, readable by TensorFlow while the block runs (:class:`checkpoint_files.DirAlias`);
-    a newer damaged one is passed over with a one-line warning and left in place.
+    whole, readable by TensorFlow while the block runs (through a
+    :class:`~tfagents_vtrace.tf_paths.DirAlias`); a newer damaged one is passed over with a
+    one-line warning and left in place.
 
     Raises:
       ValueError: naming ``logdir``, when no checkpoint reads back whole.
     """
     directory = os.path.join(logdir, "checkpoints")
-    with (
-        files.DirAlias(directory)
-        if os.path.isdir(directory)
-        else contextlib.nullcontext(directory) as alias
-    ):
+    reader = DirAlias(directory, create=False) if os.path.isdir(directory) else None
+    with reader or contextlib.nullcontext(directory) as alias:
         step, skipped = files.newest_intact(directory, alias)
         if step is None:
             detail = f": {'; '.join(skipped)}" if skipped else ""
