@@ -27,6 +27,12 @@ def stop_requested() -> bool:
     return _STOP.is_set()
 
 
+def clear_stop() -> None:
+    """Forgets a stop request no loop has seen (a run that ended meanwhile), so the next run
+    of this process is not stopped by it."""
+    _STOP.clear()
+
+
 def check_stop() -> None:
     """Raises ``KeyboardInterrupt`` once :func:`request_stop` was called (clearing the
     request); training loops call it once per step, inside :func:`checkpoint_on_interrupt`."""

@@ -1,0 +1,121 @@
+"""The Python API: train an agent on your own environment, load the policy, play it.
+
+::
+
+    import tfagents_vtrace as tv
+
+    final = tv.train("impala", env=MyEnv, logdir="runs/mine", total_steps=300_000, seed=0)
+    policy = tv.load_policy(final["policy"])
+    tv.evaluate(policy, MyEnv, episodes=20)    # {"mean_return": ..., ...}
+
+:func:`train` is the run ``python -m experiments.train`` gives (the command line is a shell
+over it): the run directory's lock, refusal of a foreign directory, resume by the same call,
+Ctrl-C saving a checkpoint, the export to ``logdir/policy``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from tfagents_vtrace.playing import Policy, evaluate, load_policy
+
+__all__ = ["Policy", "config_path", "evaluate", "load_policy", "make_configs", "train"]
+
+CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
+
+
+def config_path(name: str | os.PathLike) -> str:
+    """The flagfile ``name``: a path, or the name of a shipped config (``"impala_cartpole"``).
+
+    Raises:
+      ValueError: naming ``config`` when neither exists.
+    """
+    name = os.fspath(name)
+    if os.path.isfile(name):
+        return name
+    shipped = os.path.join(CONFIG_DIR, name if name.endswith(".cfg") else f"{name}.cfg")
+    if os.path.isfile(shipped):
+        return shipped
+    names = sorted(n[:-4] for n in os.listdir(CONFIG_DIR)) if os.path.isdir(CONFIG_DIR) else []
+    raise ValueError(f"config: no file {name!r} and no shipped config of that name ({names})")
+
+
+def make_configs(
+    agent: str | None = None, env: Any = None, *, flagfile: str | None = None, **settings: Any
+):
+    """The typed configs (:class:`~tfagents_vtrace.runtime.settings.RunConfigs`) of a run:
+    ``flagfile``'s settings (a path or a shipped config's name), then ``settings`` over them;
+    ``agent`` and ``env`` default to the flagfile's, else ``"impala"`` on ``"CartPole-v1"``.
+    The environment's spaces are checked against the agent's before anything is built.
+
+    Raises:
+      ValueError: naming the setting, the agent or the space that is refused.
+    """
+    from tfagents_vtrace.agents.spaces import check_spaces
+    from tfagents_vtrace.envs.factory import make_env
+    from tfagents_vtrace.envs.user_envs import resolve_env
+    from tfagents_vtrace.runtime.settings import build_configs, read_flagfile
+
+    values: dict[str, Any] = dict(read_flagfile(config_path(flagfile))) if flagfile else {}
+    agent = agent or values.pop("agent", None) or "impala"
+    values.pop("agent", None)
+    env = env if env is not None else values.get("env", "CartPole-v1")
+    values.update(settings)
+    values["env"] = resolve_env(env)
+    configs = build_configs(agent, values)
+    run = configs.run_config
+    from tfagents_vtrace.envs.factory import run_env_kwargs
+
+    kwargs = run_env_kwargs(
+        run.env_id, run.num_trials, run.screen_size, run.repeat_action_probability
+    )
+    probe = make_env(run.env_id, **kwargs)
+    try:
+        check_spaces(agent, probe.observation_space, probe.action_space)
+    finally:
+        probe.close()
+    return configs
+
+
+def train(
+    agent: str | None = None,
+    env: Any = None,
+    logdir: str | os.PathLike | None = None,
+    *,
+    flagfile: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    strategy: str = "default",
+    **settings: Any,
+) -> dict:
+    """Trains ``agent`` on ``env`` into run directory ``logdir``; returns the final row
+    (``eval_return``, ``step``, ``wall_time``, ... and ``policy``, the exported SavedModel).
+
+    Args:
+      agent: "impala", "a2c", "a3c", "acer" or "taac" (default: the flagfile's, else impala).
+      env: a registered gymnasium id (``"package.module:Env-v0"`` imports the module), a
+        ``gymnasium.Env`` class or a function returning a new environment (wrappers
+        included); the network is built for its spaces.
+      logdir: the run directory. Calling again with the same arguments resumes the run (or
+        returns its final row with ``already_finished`` when it ended).
+      flagfile: a flagfile's path or a shipped config's name; ``settings`` override it.
+      overwrite: replace a previous run in ``logdir`` (only its own files are removed).
+      strategy: the learner's ``tf.distribute`` strategy ("default", "mirrored",
+        "multi_worker").
+      **settings: any setting by its flag's name (``total_steps``, ``seed``, ``num_envs``,
+        ``learning_rate``, ``hidden_sizes``...), validated as the flags are.
+
+    Raises:
+      ValueError: a bad setting, an environment or space the agent does not take, a refused
+        ``logdir``; ``RunDirLockedError``, ``RunInterrupted`` (Ctrl-C, after a checkpoint),
+        ``ActingError``, ``WriteError`` and ``CheckpointError`` as
+        :func:`tfagents_vtrace.runtime.run.run`.
+    """
+    from tfagents_vtrace.runtime.run import run
+
+    start = time.time()
+    if logdir is None:
+        raise ValueError("logdir: required (the run directory to write, or to resume)")
+    configs = make_configs(agent, env, flagfile=flagfile, **settings)
+    return run(configs, os.fspath(logdir), strategy=strategy, overwrite=overwrite, start_time=start)

@@ -1,0 +1,90 @@
+"""A user's own environment, however it is given, as a gymnasium id the runtime can make.
+
+The runtime makes environments by id (actors, evaluation, the network's spaces, Ray actors),
+so :func:`resolve_env` turns what a user passes into one:
+
+* a registered id (``"CartPole-v1"``) is used as it is;
+* gymnasium's ``"package.module:Env-v0"``: the module is imported *because the caller named
+  it* (it registers ``Env-v0``), and the plain id is used from then on. An id read back from a
+  run directory's ``config.json`` never has that prefix and never imports anything
+  (:func:`tfagents_vtrace.envs.factory.check_registered_id`);
+* a ``gymnasium.Env`` subclass, or any callable returning a new ``gymnasium.Env`` (wrappers
+  included): it is registered under ``user/<module>.<name>-v0`` with the callable as its entry
+  point, so every copy the run makes is a new environment built by the user's code. The same
+  callable gives the same id, so the same call resumes its run. An environment *instance* is
+  refused: a run needs one environment per actor and per evaluation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any
+
+import gymnasium as gym
+
+USER_NAMESPACE = "user"
+_UNSAFE = re.compile(r"[^\w.-]+")
+
+
+def callable_name(env: Any) -> str:
+    """``module.qualname`` of a class or function (what ``config.json`` records)."""
+    module = getattr(env, "__module__", None) or "unknown"
+    name = getattr(env, "__qualname__", None) or getattr(env, "__name__", None)
+    return f"{module}.{name or type(env).__qualname__}"
+
+
+def callable_id(env: Any) -> str:
+    """The gymnasium id a callable environment is registered under."""
+    name = _UNSAFE.sub("_", callable_name(env)).strip("_.") or "env"
+    return f"{USER_NAMESPACE}/{name}-v0"
+
+
+def resolve_env(env: Any, name: str = "env") -> str:
+    """A registered gymnasium id for ``env`` (module docstring).
+
+    Raises:
+      ValueError: ``"{name}: ..."`` for an environment instance, a value that is neither an
+        id nor a callable, a ``module:`` id whose module registers no such id, or an id that
+        is not registered.
+      ImportError: the module of a ``module:`` id cannot be imported.
+    """
+    if isinstance(env, str):
+        return _resolve_id(env, name)
+    if isinstance(env, gym.Env | gym.vector.VectorEnv):
+        raise ValueError(
+            f"{name}: received an environment instance ({type(env).__name__}); pass its class, "
+            "or a function that returns a new one (a run makes one per actor and evaluation)"
+        )
+    if not callable(env):
+        raise ValueError(
+            f"{name}: expected a gymnasium id, a gymnasium.Env class or a function returning "
+            f"one, received {env!r}"
+        )
+    env_id = callable_id(env)
+    spec = gym.registry.get(env_id)
+    if spec is None or spec.entry_point is not env:
+        gym.register(env_id, entry_point=env, disable_env_checker=True)
+    return env_id
+
+
+def _resolve_id(env_id: str, name: str) -> str:
+    import tfagents_vtrace.envs  # noqa: F401 - registers the project's ids
+
+    if ":" in env_id:
+        module, _, env_id = env_id.partition(":")
+        if not module or not env_id:
+            raise ValueError(f"{name}: expected 'package.module:Env-v0', received {env_id!r}")
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            raise ValueError(f"{name}: cannot import {module!r} ({e})") from None
+        if env_id not in gym.registry:
+            raise ValueError(
+                f"{name}: importing {module!r} registered no environment {env_id!r} "
+                "(it should call gymnasium.register)"
+            )
+        return env_id
+    from tfagents_vtrace.envs.factory import check_registered_id
+
+    return check_registered_id(env_id, name)

@@ -1,0 +1,274 @@
+"""Playing an exported policy: a SavedModel of DESIGN.md's export contract stepped in
+environments, with the recurrent bookkeeping done for the caller.
+
+A policy takes, besides the observation, ``first`` (the step starts an episode: the policy
+resets its state there), the previous action and the previous reward (zeros at ``first``),
+and the recurrent ``state`` its previous call returned (Espeholt et al., "IMPALA", 2018,
+https://arxiv.org/abs/1802.01561; Wang et al., "Learning to reinforcement learn", 2016,
+https://arxiv.org/abs/1611.05763). :class:`Policy` keeps all of it::
+
+    policy = load_policy("runs/mine/policy")
+    state = policy.initial_state()                  # batch of one
+    obs, _ = env.reset()
+    action, state = policy.step(obs, state)          # first step of an episode
+    obs, reward, terminated, truncated, _ = env.step(action)
+    action, state = policy.step(obs, state, reward=reward)
+
+Observations may be single (the policy's shapes) or batched (a leading batch dimension);
+``Dict`` / ``Tuple`` observations are dicts / tuples of arrays. :func:`run_episodes` plays whole
+episodes on vectorized environments, :func:`evaluate` summarises them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+
+def _input_specs(fn: Any) -> dict:
+    """Name -> TensorSpec (or nest of them) of a restored tf.function's inputs."""
+    concrete = fn.concrete_functions[0]
+    args, kwargs = concrete.structured_input_signature
+    specs = dict(kwargs)
+    names = ("observation", "first", "prev_action", "prev_reward", "state")
+    specs.update({n: a for n, a in zip(names, args)})
+    return specs
+
+
+def _map(fn, structure):
+    import tensorflow as tf
+
+    return tf.nest.map_structure(fn, structure)
+
+
+@dataclasses.dataclass
+class PolicyState:
+    """What a policy carries from one step to the next, per batch entry: the recurrent
+    ``core`` state, the previous action and reward, and whether the next step starts an
+    episode."""
+
+    core: Any
+    prev_action: np.ndarray
+    prev_reward: np.ndarray
+    first: np.ndarray
+
+
+class Policy:
+    """A loaded SavedModel policy (``tf.saved_model.load``) with its bookkeeping.
+
+    ``policy`` is the loaded object; ``path`` where it came from (named in errors).
+    """
+
+    def __init__(self, policy: Any, path: str = "policy"):
+        import tensorflow as tf
+
+        self._tf, self.saved_model, self.path = tf, policy, path
+        specs = _input_specs(policy.greedy_action)
+        self.observation_spec = specs["observation"]
+        self._action_spec = specs["prev_action"]
+        self.metadata = json.loads(policy.metadata.numpy()) if hasattr(policy, "metadata") else {}
+
+    def initial_state(self, batch_size: int = 1) -> PolicyState:
+        """The state before the first step of ``batch_size`` episodes."""
+        tf, spec = self._tf, self._action_spec
+        core = self.saved_model.get_initial_state(batch_size=tf.constant(batch_size, tf.int32))
+        return PolicyState(
+            core=core,
+            prev_action=np.zeros([batch_size, *spec.shape[1:]], spec.dtype.as_numpy_dtype),
+            prev_reward=np.zeros([batch_size], np.float32),
+            first=np.ones([batch_size], bool),
+        )
+
+    def _batched(self, observation: Any) -> tuple[Any, bool]:
+        """``observation`` with a batch dimension, and whether one was added."""
+        import tensorflow as tf
+
+        leaves = tf.nest.flatten(observation)
+        specs = tf.nest.flatten(self.observation_spec)
+        single = np.ndim(leaves[0]) == len(specs[0].shape) - 1
+        cast = [
+            np.asarray(x, s.dtype.as_numpy_dtype)[None]
+            if single
+            else np.asarray(x, s.dtype.as_numpy_dtype)
+            for x, s in zip(leaves, specs, strict=True)
+        ]
+        return tf.nest.pack_sequence_as(self.observation_spec, cast), single
+
+    def step(
+        self,
+        observation: Any,
+        state: PolicyState | None = None,
+        *,
+        reward: Any = None,
+        first: Any = None,
+        greedy: bool = False,
+    ) -> tuple[np.ndarray, PolicyState]:
+        """``(action, state)`` for ``observation``.
+
+        Args:
+          observation: one observation, or a batch of them.
+          state: what the previous call returned (None: a new episode of this batch size).
+          reward: the reward the previous action earned (fed as the previous reward).
+          first: marks steps that start an episode (after a reset); by default only the first
+            step of a new ``state`` does.
+          greedy: the mode of the policy instead of a sample.
+        """
+        tf = self._tf
+        obs, single = self._batched(observation)
+        batch = int(tf.nest.flatten(obs)[0].shape[0])
+        state = state or self.initial_state(batch)
+        is_first = state.first if first is None else np.asarray(first, bool).reshape([batch])
+        prev_action, prev_reward = state.prev_action.copy(), state.prev_reward.copy()
+        if reward is not None:
+            prev_reward = np.asarray(reward, np.float32).reshape([batch])
+        prev_action[is_first] = 0
+        prev_reward[is_first] = 0.0
+        fn = self.saved_model.greedy_action if greedy else self.saved_model.action
+        out = fn(
+            observation=_map(tf.constant, obs),
+            first=tf.constant(is_first),
+            prev_action=tf.constant(prev_action),
+            prev_reward=tf.constant(prev_reward),
+            state=state.core,
+        )
+        action = out["action"].numpy()
+        new_state = PolicyState(
+            core=out["state"],
+            prev_action=np.array(action, prev_action.dtype),
+            prev_reward=prev_reward,
+            first=np.zeros([batch], bool),
+        )
+        return (action[0] if single else action), new_state
+
+
+def load_policy(path: str | os.PathLike) -> Policy:
+    """The exported policy at ``path`` (a SavedModel directory) as a :class:`Policy`.
+
+    Raises:
+      ValueError: naming ``path`` when it holds no SavedModel.
+    """
+    from tfagents_vtrace.tf_paths import load_saved_model
+
+    path = os.fspath(path)
+    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        raise ValueError(f"path: no SavedModel at {path!r} (expected {path}/saved_model.pb)")
+    return Policy(load_saved_model(path), path)
+
+
+def as_policy(policy: Any) -> Policy:
+    """A :class:`Policy` of a path, a loaded SavedModel or a :class:`Policy`."""
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, str | os.PathLike):
+        return load_policy(policy)
+    return Policy(policy)
+
+
+def _env_action(action: np.ndarray, space: Any) -> np.ndarray:
+    """Casts the policy's actions to the dtype the vector env's action space holds."""
+    return np.asarray(action).astype(space.dtype, copy=False)
+
+
+def run_episodes(
+    policy: Any,
+    env_id: str,
+    episodes: int,
+    *,
+    seed: int = 0,
+    greedy: bool = True,
+    num_envs: int = 8,
+    env_kwargs: dict | None = None,
+) -> tuple[list[float], list[int]]:
+    """Plays ``episodes`` episodes of ``policy`` (:func:`as_policy`) on up to ``num_envs``
+    vectorized ``env_id`` environments; returns ``(returns, lengths)``. Episodes are spread
+    over the environments as evenly as possible and each environment stops contributing once
+    it has run its share, so short episodes are not over-sampled."""
+    from tfagents_vtrace.envs import make_vector_env
+
+    if episodes < 1:
+        raise ValueError(f"episodes: expected >= 1, received {episodes}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs: expected >= 1, received {num_envs}")
+    policy = as_policy(policy)
+    b = min(num_envs, episodes)
+    env = make_vector_env(env_id, b, seed, **(env_kwargs or {}))
+    targets = np.array([(episodes + i) // b for i in range(b)])  # episodes per environment
+    counts = np.zeros(b, np.int64)
+    state = policy.initial_state(b)
+    obs, _ = env.reset()
+    first, prev_done = np.ones(b, bool), np.zeros(b, bool)
+    ret, length = np.zeros(b), np.zeros(b, np.int64)
+    returns, lengths, reward = [], [], None
+    try:
+        while (counts < targets).any():
+            action, state = policy.step(obs, state, reward=reward, first=first, greedy=greedy)
+            obs, reward, term, trunc, _ = env.step(_env_action(action, env.action_space))
+            live = ~prev_done  # reset steps (after an end) belong to no episode
+            ret[live] += reward[live]
+            length[live] += 1
+            done = (term | trunc) & live
+            for i in np.flatnonzero(done):
+                if counts[i] < targets[i]:
+                    returns.append(float(ret[i]))
+                    lengths.append(int(length[i]))
+                    counts[i] += 1
+            ret[done], length[done] = 0.0, 0
+            first = prev_done  # the step after a reset step observes a new episode's start
+            prev_done = done
+    finally:
+        env.close()
+    return returns, lengths
+
+
+def summarize(returns: list[float]) -> dict:
+    """mean, std, min, max and the number of episodes of a list of returns."""
+    r = np.asarray(returns, np.float64)
+    return {
+        "mean": float(r.mean()),
+        "std": float(r.std()),
+        "min": float(r.min()),
+        "max": float(r.max()),
+        "episodes": int(r.size),
+    }
+
+
+def evaluate(
+    policy: Any,
+    env: Any,
+    episodes: int = 20,
+    *,
+    greedy: bool = True,
+    seed: int = 0,
+    num_envs: int = 8,
+    env_kwargs: dict | None = None,
+) -> dict:
+    """Plays ``episodes`` episodes of ``policy`` (a path, a loaded SavedModel or a
+    :class:`Policy`) in ``env`` (an id, ``module:Env-v0``, a ``gymnasium.Env`` class or a
+    function returning one); returns ``{"mean_return", "std_return", "min_return",
+    "max_return", "mean_length", "episodes", "returns"}``."""
+    from tfagents_vtrace.envs.user_envs import resolve_env
+
+    env_id = resolve_env(env)
+    returns, lengths = run_episodes(
+        policy,
+        env_id,
+        episodes,
+        seed=seed,
+        greedy=greedy,
+        num_envs=num_envs,
+        env_kwargs=env_kwargs,
+    )
+    stats = summarize(returns)
+    return {
+        "mean_return": stats["mean"],
+        "std_return": stats["std"],
+        "min_return": stats["min"],
+        "max_return": stats["max"],
+        "mean_length": float(np.mean(lengths)),
+        "episodes": stats["episodes"],
+        "returns": returns,
+    }

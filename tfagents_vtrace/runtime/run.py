@@ -1,0 +1,117 @@
+"""A whole training run as a user starts it, from Python or the command line: the lifecycle
+around the run driver (DESIGN.md "Experiments contract").
+
+:func:`run` takes the run directory's lock (a second trainer on the same directory is refused,
+:mod:`~tfagents_vtrace.runtime.run_lock`), checks the directory (a foreign one is refused, a
+run of this config resumes, ``overwrite`` replaces a previous run's own entries:
+:func:`~tfagents_vtrace.runtime.run_dir.prepare_logdir`), turns Ctrl-C and SIGTERM into a
+stop request for the duration (the driver then checkpoints and raises
+:class:`~tfagents_vtrace.runtime.stop_signals.RunInterrupted`; a second Ctrl-C stops at
+once), trains through the driver (resume, evaluation, export, ``final.json``) and releases the
+lock. A start that fails leaves nothing behind in a new directory.
+
+``experiments.train`` is a shell over it that maps its exceptions to exit codes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+
+from tfagents_vtrace.runtime import stop_signals
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """Inside, SIGINT and SIGTERM request a stop (a second one raises ``KeyboardInterrupt`` at
+    once); the previous handlers come back afterwards. Only the main thread can install
+    handlers: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame) -> None:
+        if stop_signals.stop_requested():
+            raise KeyboardInterrupt
+        stop_signals.request_stop()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        stop_signals.clear_stop()
+
+
+def run(
+    configs,
+    logdir: str,
+    *,
+    strategy: str = "default",
+    overwrite: bool = False,
+    start_time: float | None = None,
+    env_factory=None,
+) -> dict:
+    """Trains the run ``configs`` (a :class:`~tfagents_vtrace.runtime.settings.RunConfigs`)
+    into ``logdir`` and returns its final row (``already_finished: True`` when the run had
+    already ended there; the exported policy's path is ``policy``).
+
+    Args:
+      strategy: the learner's ``tf.distribute`` strategy ("default", "mirrored",
+        "multi_worker").
+      overwrite: replace a previous run in ``logdir`` (only its own entries are removed).
+      start_time: ``time.time()`` when the user started (wall times count from it).
+      env_factory: ``(num_envs, seed) -> VectorEnv`` for the actors and evaluations.
+
+    Raises:
+      RunDirLockedError: another trainer holds ``logdir``.
+      ValueError: ``logdir`` is refused (another run, files that are not a run's), or a
+        config value is bad.
+      RunInterrupted: Ctrl-C / SIGTERM; a checkpoint was written, the same call resumes.
+      ActingError: the environment kept failing, or the policy went non-finite.
+      WriteError: a file of the run could not be written (disk full, read-only).
+      CheckpointError: no checkpoint of the directory reads back whole.
+    """
+    import os
+
+    from tfagents_vtrace.runtime import config_io, run_dir
+    from tfagents_vtrace.runtime.checkpointing import has_checkpoint
+    from tfagents_vtrace.runtime.driver import train
+    from tfagents_vtrace.runtime.run_lock import RunLock
+    from tfagents_vtrace.runtime.strategy import make_strategy, worker_role
+    from tfagents_vtrace.runtime.write_errors import writing
+
+    start_time = time.time() if start_time is None else start_time
+    logdir = os.fspath(logdir)
+    strategy_obj = make_strategy(strategy)
+    config = config_io.run_config_dict(
+        configs.agent, configs.run_config, configs.agent_config, configs.network_config
+    )
+    lock = RunLock(logdir)
+    try:
+        with stop_on_signals():
+            if worker_role(strategy_obj).is_chief:  # the others write elsewhere
+                with writing("run directory", logdir):
+                    lock.acquire()  # before anything in the directory is checked or written
+                run_dir.prepare_logdir(logdir, config, overwrite=overwrite)
+            final = train(
+                configs.run_config,
+                configs.module,
+                configs.agent_config,
+                configs.network_config,
+                logdir,
+                strategy=strategy_obj,
+                start_time=start_time,
+                agent_name=configs.agent,
+                env_factory=env_factory,
+            )
+    finally:
+        with contextlib.suppress(OSError):
+            lock.release(discard=not has_checkpoint(logdir))
+    policy = os.path.join(logdir, "policy")
+    if os.path.isfile(os.path.join(policy, "saved_model.pb")):
+        final = {**final, "policy": policy}
+    return final

@@ -1,0 +1,151 @@
+"""A run's typed configs from settings by name: the Python API's keywords, a flagfile's lines.
+
+Each setting is a field of ``RunConfig``, ``NetworkConfig`` or the agent's ``Config``, named as
+its command-line flag (``env_id`` is ``env``, ``export_policy`` is ``export``). Values may be
+Python values or the text a flagfile holds (``"64,64"``, ``"none"``, ``"true"``): text is parsed
+by the field's type, then the dataclasses validate as they do for the command line, so a bad
+value raises ``ValueError`` naming the setting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from typing import Any
+
+# RunConfig fields whose setting (flag) names differ from the field names.
+RUN_NAMES = {"env_id": "env", "export_policy": "export"}
+
+
+def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(hint)) == 2:
+            return args[0], True
+    return hint, False
+
+
+def parse_text(name: str, hint: Any, text: str) -> Any:
+    """The value of field type ``hint`` written as ``text`` on a command line."""
+    base, optional = _unwrap_optional(hint)
+    text = text.strip()
+    if optional and text.lower() == "none":
+        return None
+    try:
+        if typing.get_origin(base) is tuple:
+            item = typing.get_args(base)[0]
+            return tuple(item(v) for v in text.split(",") if v.strip())
+        if base is bool:
+            if text.lower() in ("true", "1", "yes"):
+                return True
+            if text.lower() in ("false", "0", "no"):
+                return False
+            raise ValueError
+        return base(text)
+    except (TypeError, ValueError):
+        kind = getattr(base, "__name__", str(base)) + (" or none" if optional else "")
+        raise ValueError(f"{name}: expected {kind}, received {text!r}") from None
+
+
+def _coerce(name: str, hint: Any, value: Any) -> Any:
+    if isinstance(value, str) and _unwrap_optional(hint)[0] is not str:
+        return parse_text(name, hint, value)
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
+    """``{name: text}`` of a flagfile's ``--name=value`` lines (``--flagfile=`` lines nested,
+    relative to the file; ``#`` comments and blank lines skipped; ``--noname`` is false)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ValueError(f"flagfile: no such file {path!r}")
+    out: dict[str, str] = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if not line.startswith("-"):
+                raise ValueError(f"flagfile: {path!r}: expected --name=value, received {line!r}")
+            key, sep, value = line.lstrip("-").partition("=")
+            if key == "flagfile":
+                nested = os.path.join(os.path.dirname(path), value)
+                out.update(read_flagfile(nested))
+            elif sep:
+                out[key] = value
+            elif key.startswith("no"):
+                out[key[2:]] = "false"
+            else:
+                out[key] = "true"
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfigs:
+    """The typed configs of one run and its agent's module."""
+
+    agent: str
+    module: types.ModuleType
+    agent_config: Any
+    network_config: Any
+    run_config: Any
+
+
+def setting_owners() -> dict[str, set[str]]:
+    """``{setting: agents having it}`` for every agent's own settings."""
+    from tfagents_vtrace.agents import agent_names, get_agent
+
+    owners: dict[str, set[str]] = {}
+    for name in agent_names():
+        for f in dataclasses.fields(get_agent(name).Config):
+            owners.setdefault(f.name, set()).add(name)
+    return owners
+
+
+def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
+    """The configs of a run of ``agent`` with ``settings`` (names as the flags'); fields not
+    set keep their defaults.
+
+    Raises:
+      ValueError: naming the setting, for an unknown one, one of other agents only, or a value
+        the config refuses; naming ``agent`` for an unknown agent.
+    """
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.networks import NetworkConfig
+    from tfagents_vtrace.runtime.config import RunConfig
+
+    module = get_agent(agent)
+    classes = (RunConfig, NetworkConfig, module.Config)
+    fields: dict[str, tuple[type, str, Any]] = {}
+    for cls in classes:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            name = RUN_NAMES.get(f.name, f.name) if cls is RunConfig else f.name
+            fields.setdefault(name, (cls, f.name, hints[f.name]))
+    kwargs: dict[type, dict[str, Any]] = {cls: {} for cls in classes}
+    for name, value in settings.items():
+        if name not in fields:
+            others = setting_owners().get(name)
+            if others:
+                raise ValueError(
+                    f"{name}: not a setting of agent {agent!r} (it is one of "
+                    f"{', '.join(sorted(others))})"
+                )
+            raise ValueError(f"{name}: not a setting (see the flags of experiments.train)")
+        cls, field, hint = fields[name]
+        kwargs[cls][field] = _coerce(name, hint, value)
+    try:
+        run_config = RunConfig(**kwargs[RunConfig])
+        network_config = NetworkConfig(**kwargs[NetworkConfig])
+        agent_config = module.Config(**kwargs[module.Config])
+    except ValueError as e:  # "field: message" -> "setting: message"
+        field, sep, message = str(e).partition(": ")
+        name = RUN_NAMES.get(field, field)
+        raise ValueError(f"{name}: {message}" if sep else str(e)) from None
+    if hasattr(module, "network_config_for"):  # e.g. ACER adds its Q head
+        network_config = module.network_config_for(network_config, agent_config, run_config.env_id)
+    return RunConfigs(agent, module, agent_config, network_config, run_config)
