@@ -165,8 +165,8 @@ def test_an_always_failing_env_ends_the_run_with_one_line(tmp_path):
     assert time.monotonic() - start < 120
     assert out.returncode == 1, out.stderr[-2000:]
     assert out.stderr.strip().splitlines()[-1] == (
-        "error: actor 0: environment AlwaysFailing-v0 failed 6 times in a row; last error: "
-        "RuntimeError: simulated environment crash"
+        "error: actor 0: environment AlwaysFailing-v0 failed again after 5 restarts in a row; "
+        "last error: RuntimeError: simulated environment crash"
     )
     assert "Traceback" not in out.stderr
     assert glob.glob(str(tmp_path / "run" / "checkpoints" / "ckpt-*.index"))  # nothing lost

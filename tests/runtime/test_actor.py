@@ -193,8 +193,8 @@ def test_an_always_failing_env_raises_env_failure_after_the_cap(monkeypatch):
     monkeypatch.setattr(env_failures, "BACKOFF_S", 0.0)
     FailingVectorEnv.calls = FailingVectorEnv.failures = 0
     actor = _actor(lambda seed: FailingVectorEnv(short_cartpole(B, seed), every=1))
-    with pytest.raises(env_failures.EnvFailure, match="failed 6 times in a row; last error: "
-                       "RuntimeError: simulated environment crash"):  # fmt: skip
+    with pytest.raises(env_failures.EnvFailure, match="failed again after 5 restarts in a row; "
+                       "last error: RuntimeError: simulated environment crash"):  # fmt: skip
         for _ in range(10):
             assert actor.unroll() is None
     assert actor.env_restarts == env_failures.MAX_CONSECUTIVE

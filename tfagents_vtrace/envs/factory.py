@@ -5,7 +5,9 @@ gymnasium 1.x, and the only mode of the fast numpy entry points such as
 ``CartPoleVectorEnv``): when sub-environment ``i`` ends at step ``t`` (terminated or
 truncated), the observation returned at ``t`` is the episode's final observation; the next
 ``step`` ignores that sub-environment's action and returns the first observation of a new
-episode with reward 0 and ``terminated = truncated = False``.
+episode with reward 0 and ``terminated = truncated = False``. In sync and async vectors each
+sub-environment is wrapped in :class:`RewardIsNumber`, so that a reward that is not a number
+(e.g. None) is reported as such instead of as the NaN the vector would store.
 
 Seeding: :func:`make_vector_env` resets the vector once with ``seed`` (gymnasium seeds
 sub-environment ``i`` with ``seed + i`` in sync/async mode, one generator in the vectorized
@@ -19,9 +21,11 @@ https://arxiv.org/abs/1802.01561 (many environments per actor, batched inference
 from __future__ import annotations
 
 import importlib.util
+import numbers
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from tfagents_vtrace.validation import check_int, check_number
@@ -164,6 +168,31 @@ def _check_vector_args(num_envs: int, mode: str) -> None:
         raise ValueError(f"mode: expected one of {MODES}, received {mode!r}")
 
 
+_NUMBER_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.int32})
+
+
+class RewardIsNumber(gym.Wrapper):
+    """Raises ``ValueError("reward: expected a finite number, received ...")`` when a step's
+    reward is not a number (e.g. None). Wraps each sub-environment of a sync / async vector:
+    gymnasium stores the rewards in a float array, where a None would become NaN and be
+    reported as one. Finiteness is checked on the whole vector by the acting loops
+    (``runtime.env_failures.check_env_output``); here only the type, one set lookup a step."""
+
+    def step(self, action):
+        result = self.env.step(action)
+        reward = result[1]
+        if type(reward) not in _NUMBER_TYPES and not _is_number(reward):
+            raise ValueError(f"reward: expected a finite number, received {reward!r}")
+        return result
+
+
+def _is_number(value: Any) -> bool:
+    """A real number, or a numeric numpy array (a 0-d reward some environments return)."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "biuf"
+    return isinstance(value, numbers.Real)
+
+
 def _gym_vector(env_id: str, num_envs: int, mode: str, env_kwargs: dict) -> VectorEnv:
     """Vector env of a plain gymnasium id: vector entry point when 'auto' and available."""
     spec = gym.spec(env_id)
@@ -171,14 +200,16 @@ def _gym_vector(env_id: str, num_envs: int, mode: str, env_kwargs: dict) -> Vect
         vmode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
     else:
         vmode = mode
-    vector_kwargs = {}
+    vector_kwargs, wrappers = {}, ()
     if vmode in ("sync", "async"):
         vector_kwargs = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+        wrappers = (RewardIsNumber,)
     env = gym.make_vec(
         env_id,
         num_envs=num_envs,
         vectorization_mode=vmode,
         vector_kwargs=vector_kwargs,
+        wrappers=wrappers,
         **env_kwargs,
     )
     if env.metadata.get("autoreset_mode") != AutoresetMode.NEXT_STEP:
