@@ -12,9 +12,9 @@ import os
 import subprocess
 import sys
 
-from absl import app, flags
+from absl import flags
 
-from experiments.cli import FlagError, reports_flag_errors
+from experiments.cli import FlagError, reports_flag_errors, run
 
 FLAGS = flags.FLAGS
 BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
@@ -53,4 +53,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

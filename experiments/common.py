@@ -10,9 +10,13 @@ into the typed configs of the library (validation happens in the dataclasses'
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from absl import flags
 
 from experiments import config_flags
+from experiments.cli import FlagError
 
 FLAGS = flags.FLAGS
 _TABLE: dict[str, config_flags.ConfigFlag] = {}
@@ -64,18 +68,38 @@ def configs_from_flags():
     """``(agent_module, agent_config, network_config, run_config)`` built from FLAGS.
 
     Raises:
-      FlagError: a flag was given that is a setting of other agents only.
-      ValueError: a config field is out of range (the message names it).
+      FlagError: an unknown ``--agent``, a flag that is a setting of other agents only, or
+        a config field out of range (the message names the flag).
+      ValueError: a config check whose message names no single field.
     """
     from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.networks import NetworkConfig
     from tfagents_vtrace.runtime.config import RunConfig
 
-    agent = get_agent(FLAGS.agent)
-    config_flags.check_flags_apply(_TABLE, (RunConfig, NetworkConfig, agent.Config), FLAGS.agent)
-    agent_config = config_flags.config_from_flags(agent.Config, _TABLE)
-    network_config = config_flags.config_from_flags(NetworkConfig, _TABLE)
-    if hasattr(agent, "network_config_for"):  # e.g. ACER adds its Q head
-        network_config = agent.network_config_for(network_config, agent_config, FLAGS.env)
-    run_config = config_flags.config_from_flags(RunConfig, _TABLE)
+    with _fields_as_flags():
+        agent = get_agent(FLAGS.agent)
+        used = (RunConfig, NetworkConfig, agent.Config)
+        config_flags.check_flags_apply(_TABLE, used, FLAGS.agent)
+        agent_config = config_flags.config_from_flags(agent.Config, _TABLE)
+        network_config = config_flags.config_from_flags(NetworkConfig, _TABLE)
+        if hasattr(agent, "network_config_for"):  # e.g. ACER adds its Q head
+            network_config = agent.network_config_for(network_config, agent_config, FLAGS.env)
+        run_config = config_flags.config_from_flags(RunConfig, _TABLE)
     return agent, agent_config, network_config, run_config
+
+
+@contextmanager
+def _fields_as_flags() -> Iterator[None]:
+    """Re-raises a config's ``ValueError("FIELD: message")`` as ``FlagError(FLAG, message)``
+    (``env_id`` is ``--env``; ``agent`` is the registry's), so that the one line the entry
+    point prints names the flag as it is typed. Other ValueErrors pass unchanged."""
+    try:
+        yield
+    except FlagError:
+        raise
+    except ValueError as e:
+        field, sep, message = str(e).partition(": ")
+        flag = {**{f.field: f.flag for f in _TABLE.values()}, "agent": "agent"}.get(field)
+        if not sep or flag is None:
+            raise
+        raise FlagError(flag, message) from e

@@ -31,9 +31,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
-from experiments.cli import FlagError, check_int, reports_flag_errors  # noqa: E402
+from experiments.cli import FlagError, check_int, reports_flag_errors, run  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -329,4 +329,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run(main)

@@ -34,13 +34,14 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
 from experiments.cli import (  # noqa: E402
     FlagError,
     check_int,
     flag_error_from,
     reports_flag_errors,
+    run,
 )
 
 FLAGS = flags.FLAGS
@@ -221,4 +222,4 @@ def _report(report) -> None:
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run(main)

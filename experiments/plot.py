@@ -22,9 +22,9 @@ import json
 import math
 import os
 
-from absl import app, flags
+from absl import flags
 
-from experiments.cli import flag_error_from, reports_flag_errors
+from experiments.cli import flag_error_from, reports_flag_errors, run
 
 FLAGS = flags.FLAGS
 
@@ -257,4 +257,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    run(main)

@@ -22,7 +22,7 @@ import sys  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from experiments import cli, common, config_flags  # noqa: E402
 
@@ -121,4 +121,4 @@ def main(argv) -> None:
 
 if __name__ == "__main__":
     logging.set_verbosity(logging.WARNING)
-    app.run(main)
+    cli.run(main)

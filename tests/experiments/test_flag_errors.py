@@ -1,0 +1,139 @@
+"""Every flag error of the entry points is one line, ``error: --FLAG: ...``, and exit code 2.
+
+absl's own parsing errors (a value of the wrong type, an unknown flag, a missing flagfile or
+required flag) included, which absl alone reports in two lines with exit code 1
+(``experiments.cli.run``); ``--help`` exits 0. Each case is a subprocess, as a user runs it.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# TensorFlow's C++ start-up log (oneDNN, CUDA probing) goes to stderr before Python runs a
+# line of ours, whatever TF_CPP_MIN_LOG_LEVEL says: not part of what the program reports.
+TF_LOG = re.compile(r"[IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages before absl::")
+
+
+def _run(module, *args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run(
+        [sys.executable, "-m", f"experiments.{module}", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+
+
+def _assert_one_line(out, expected: str) -> None:
+    lines = [line for line in out.stderr.splitlines() if line.strip() and not TF_LOG.match(line)]
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert len(lines) == 1, out.stderr[-2000:]
+    assert lines[0].startswith("error: --"), lines[0]
+    assert lines[0].startswith(expected), lines[0]
+
+
+TRAIN_CASES = {
+    "int": (["--total_steps=abc"], "error: --total_steps: expected int, received 'abc'"),
+    "float": (["--learning_rate=abc"], "error: --learning_rate: expected float, received 'abc'"),
+    "out_of_range": (
+        ["--total_steps=-5"],
+        "error: --total_steps: expected an int >= 1, received -5",
+    ),
+    "unknown_agent": (["--agent=nope"], "error: --agent: expected one of ("),
+    "unknown_env": (["--env=NoSuchEnv-v9"], "error: --env: NoSuchEnv-v9: "),
+    "other_agent": (
+        ["--num_workers=2"],
+        "error: --num_workers: not a setting of --agent=impala (it is one of a3c, acer)",
+    ),
+    "missing_flagfile": (
+        ["--flagfile=nonexistent.cfg"],
+        "error: --flagfile: cannot open 'nonexistent.cfg': No such file or directory",
+    ),
+    "unknown_flag": (["--totl_steps=3"], "error: --totl_steps: unknown flag (did you mean"),
+}
+
+
+@pytest.mark.slow  # subprocesses importing TensorFlow (~2-4 s each)
+@pytest.mark.parametrize("case", TRAIN_CASES)
+def test_train_flag_errors_are_one_line(tmp_path, case):
+    args, expected = TRAIN_CASES[case]
+    out = _run("train", f"--logdir={tmp_path / 'run'}", *args)
+    _assert_one_line(out, expected)
+    assert not (tmp_path / "run").exists()  # refused before anything is written
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow
+def test_train_without_its_required_logdir_is_one_line():
+    _assert_one_line(_run("train"), "error: --logdir: required, but not given")
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow
+def test_train_help_exits_0():
+    out = _run("train", "--help")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "--total_steps" in out.stdout
+
+
+# The other entry points parse their flags before importing TensorFlow: ~0.2 s each.
+OTHER_CASES = [
+    ("evaluate", ["--policy=p", "--env=e", "--episodes=abc"],
+     "error: --episodes: expected an integer, received 'abc'"),
+    ("evaluate", [], "error: --policy: required, but not given; --env: required"),
+    ("evaluate", ["--policy=p", "--env=e", "--bogus"], "error: --bogus: unknown flag"),
+    ("export", ["--logdir=d", "--format=bad"],
+     "error: --format: expected one of saved_model, tflite, onnx, received 'bad'"),
+    ("export", ["--logdir=d", "--overwrite=maybe"],
+     "error: --overwrite: expected true or false, received 'maybe'"),
+    ("export", ["--flagfile=nonexistent.cfg"], "error: --flagfile: cannot open 'nonexistent.cfg'"),
+    ("plot", [], "error: --logdir: required, but not given"),
+    ("plot", ["--logdir=d", "--logdir"], "error: --logdir: missing value"),
+    ("benchmark", ["--bogus"], "error: --bogus: unknown flag"),
+    ("benchmark", ["--flagfile"], "error: --flagfile: missing value"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "module, args, expected",
+    OTHER_CASES,
+    ids=[f"{m}-{i}" for i, (m, _, _) in enumerate(OTHER_CASES)],
+)
+def test_other_entry_points_flag_errors_are_one_line(module, args, expected):
+    _assert_one_line(_run(module, *args), expected)
+
+
+@pytest.mark.parametrize("module", ["evaluate", "export", "plot", "benchmark"])
+def test_help_exits_0(module):
+    for flag in ("--help", "--helpfull"):
+        out = _run(module, flag)
+        assert out.returncode == 0, (flag, out.stderr[-2000:])
+        assert "flags:" in out.stdout, flag
+
+
+def test_flag_error_message_squeezes_what_absl_raises():
+    from absl import flags
+
+    from experiments.cli import flag_error_message
+
+    values = flags.FlagValues()
+    flags.DEFINE_integer("count", 1, "", lower_bound=0, flag_values=values)
+    flags.DEFINE_enum("mode", "x", ["x", "y"], "", flag_values=values)
+    flags.DEFINE_string("a", None, "", flag_values=values)
+    flags.DEFINE_string("b", None, "", flag_values=values)
+    flags.mark_flags_as_required(["a", "b"], flag_values=values)
+    cases = [
+        (["--count=1.5", "--a=x", "--b=y"], "--count: expected an integer, received '1.5'"),
+        (["--count=-1", "--a=x", "--b=y"], "--count: -1 is not a non-negative integer"),
+        (["--mode=z", "--a=x", "--b=y"], "--mode: expected one of x, y, received 'z'"),
+        (["--nope=1"], "--nope: unknown flag"),
+        ([], "--a: required, but not given; --b: required, but not given"),
+        (["--count"], "--count: missing value"),
+        (["--flagfile=/"], "--flagfile: cannot open '/': Is a directory"),
+    ]  # fmt: skip
+    for argv, expected in cases:
+        values.unparse_flags()
+        with pytest.raises(flags.Error) as error:
+            values(["prog", *argv])
+        message = flag_error_message(error.value, values)
+        assert message == expected and "\n" not in message
