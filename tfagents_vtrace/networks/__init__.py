@@ -19,12 +19,15 @@ from tfagents_vtrace.networks.config import NetworkConfig
 from tfagents_vtrace.networks.core import LSTMCore, reset_where_first
 from tfagents_vtrace.networks.distributions import greedy_action, make_distribution
 from tfagents_vtrace.networks.heads import (
+    BernoulliHead,
     CategoricalHead,
     DiscreteQHead,
     GaussianHead,
+    MultiCategoricalHead,
     StochasticDuelingHead,
     ValueHead,
 )
+from tfagents_vtrace.networks.multi_input import MultiInputTorso
 from tfagents_vtrace.networks.torsos import (
     ConvTorso,
     ImpalaResNet,
@@ -36,12 +39,15 @@ from tfagents_vtrace.networks.torsos import (
 
 __all__ = [
     "ActorCriticNetwork",
+    "BernoulliHead",
     "CategoricalHead",
     "DiscreteQHead",
     "GaussianHead",
     "ImpalaResNet",
     "LSTMCore",
     "MinAtarCNN",
+    "MultiCategoricalHead",
+    "MultiInputTorso",
     "ConvTorso",
     "SmallAtariCNN",
     "MLPTorso",

@@ -8,8 +8,10 @@ r_{t-1}, t]``. ``prev_action`` and ``prev_reward`` are zeroed inside the network
 ``first`` is true, so an episode never sees the previous episode's last action or reward.
 
 Shapes (one step / unroll): observation ``[B, *obs]`` / ``[T, B, *obs]`` (float32, uint8, or
-int32 ids for a Discrete observation space), first ``[B]`` bool, prev_action ``[B]`` int32
-(discrete) or ``[B, A]`` float32, prev_reward ``[B]`` float32. Outputs: policy params
+int32 ids for a Discrete observation space; for a Dict / Tuple space a dict / tuple of such
+leaves, encoded by ``multi_input.MultiInputTorso``), first ``[B]`` bool, prev_action ``[B]``
+int32 (discrete), ``[B, A]`` float32 (Box) or ``[B, D]`` int32 (MultiDiscrete, MultiBinary),
+prev_reward ``[B]`` float32. Outputs: policy params
 ``[B, A]`` each, value ``[B]`` (with the discrete Q head ``sum_a pi(a|s) Q(s, a)``, ACER's V),
 q ``[B, A]`` (discrete Q head) or ``[B]`` (the stochastic dueling Q of the given ``actions``)
 or None, state a tuple of float32 ``[B, k]`` (``()`` when feed-forward). Gradients flow into
@@ -370,8 +372,8 @@ def make_network(config: NetworkConfig, observation_space, action_space) -> Acto
 
     Args:
       config: a :class:`NetworkConfig`.
-      observation_space: gymnasium Box (float or uint8) or Discrete.
-      action_space: gymnasium Discrete or rank-1 Box.
+      observation_space: gymnasium Box (float or uint8), Discrete, or a Dict / Tuple of those.
+      action_space: gymnasium Discrete, rank-1 Box, MultiDiscrete or MultiBinary (rank 1).
     Raises:
       ValueError: when the config and the spaces don't fit together.
     """

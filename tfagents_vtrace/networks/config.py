@@ -43,7 +43,8 @@ class NetworkConfig:
     # 256). uint8 images (values up to 255) are scaled to [0, 1] inside every torso, 0/1
     # uint8 grids (MinAtar) enter as 0/1; Discrete observations are one-hot encoded.
     torso: str = "mlp"
-    # Hidden layer sizes of the MLP torso (ignored by the CNN torsos).
+    # Hidden layer sizes of the MLP torso (ignored by the CNN torsos), and of the dense layers
+    # after the concatenated per-key codes of a Dict / Tuple observation (every torso).
     hidden_sizes: tuple[int, ...] = (64, 64)
     # Separate value network: None (the value head shares the torso) or the hidden sizes of
     # an MLP of its own on the observation (SB3's default actor-critic layout: the value

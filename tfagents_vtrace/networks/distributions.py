@@ -43,6 +43,7 @@ _PAD_LOGIT = -1e9
 def padded_logits(flat_logits: tf.Tensor, nvec) -> tf.Tensor:
     """``[..., sum(nvec)]`` blocks of logits -> ``[..., D, max(nvec)]``, each block padded
     with -1e9 (probability 0) up to ``max(nvec)``."""
+    flat_logits = tf.convert_to_tensor(flat_logits)
     nvec = [int(n) for n in nvec]
     width = max(nvec)
     if all(n == width for n in nvec):
