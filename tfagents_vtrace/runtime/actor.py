@@ -9,7 +9,8 @@ be hosted by a thread (local backend) or a remote worker later.
 Unroll layout (``T = unroll_length``, ``B = num_envs``), NEXT_STEP autoreset semantics:
 
 * ``observation, first, reset, prev_action, prev_reward``: ``[T+1, B, ...]``. Entry ``T``
-  is entry 0 of the next unroll (the overlap that gives the bootstrap value).
+  is entry 0 of the next unroll (the overlap that gives the bootstrap value). A Dict / Tuple
+  observation is a dict / tuple of such arrays, one per sub-space.
 * ``action, reward, terminated, truncated``: ``[T, B]``; ``policy``: behaviour parameters
   ``[T, B, ...]``; ``state``: recurrent state before entry 0, ``[B, k]`` each.
 
@@ -40,14 +41,15 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import tensorflow as tf
 
-from tfagents_vtrace.runtime.env_failures import (
-    ActingError,
-    RestartPolicy,
+from tfagents_vtrace.runtime.env_failures import ActingError, RestartPolicy
+from tfagents_vtrace.runtime.policies import make_policy
+from tfagents_vtrace.runtime.space_checks import (
     check_actions,
     check_env_output,
+    observation_leaves,
 )
-from tfagents_vtrace.runtime.policies import make_policy
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +186,13 @@ class Actor:
 
     def _alloc(self) -> dict:
         t, b = self.spec.unroll_length, self.spec.num_envs
+        if isinstance(self._obs, np.ndarray):
+            observation = np.empty((t + 1, *self._obs.shape), self._obs.dtype)
+        else:  # a Dict / Tuple observation: one array per leaf
+            new = lambda x: np.empty((t + 1, *np.shape(x)), np.asarray(x).dtype)  # noqa: E731
+            observation = tf.nest.map_structure(new, self._obs)
         return {
-            "observation": np.empty((t + 1, *self._obs.shape), self._obs.dtype),
+            "observation": observation,
             "first": np.empty((t + 1, b), bool),
             "reset": np.empty((t + 1, b), bool),
             "prev_action": np.empty((t + 1, *self._prev_action.shape), self._prev_action.dtype),
@@ -197,7 +204,13 @@ class Actor:
         }
 
     def _store_inputs(self, u: dict, t: int) -> None:
-        u["observation"][t] = self._obs
+        if isinstance(self._obs, np.ndarray):
+            u["observation"][t] = self._obs
+        else:
+            for stored, leaf in zip(
+                observation_leaves(u["observation"]), observation_leaves(self._obs)
+            ):
+                stored[t] = leaf
         u["first"][t] = self._first
         u["reset"][t] = self._reset
         u["prev_action"][t] = self._prev_action

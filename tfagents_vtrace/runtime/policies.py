@@ -15,7 +15,9 @@ policy on many environments at once. Two implementations share one interface:
 
 Both take and return numpy arrays: ``step(obs [B, ...], first [B], prev_action [B(, A)],
 prev_reward [B], state) -> (action [B(, A)], policy params dict of [B, ...], new state)``,
-and ``set_weights(list_of_numpy)`` in ``network.get_weights()`` order.
+and ``set_weights(list_of_numpy)`` in ``network.get_weights()`` order. Dict / Tuple
+observations (a nest of arrays) and MultiDiscrete / MultiBinary actions act through
+:class:`TFPolicy` (the numpy policies decline them).
 """
 
 from __future__ import annotations
@@ -128,6 +130,7 @@ class NumpyMLPPolicy:
             and cfg.q_head is None
             and getattr(network, "policy_kind", None) == "categorical"
             and getattr(network, "obs_categories", None) is None
+            and _plain_observation(network)
             and network.observation_spec.dtype in (tf.float32, tf.uint8)
             and cfg.activation in _NP_ACTIVATIONS
         )
@@ -231,6 +234,7 @@ class NumpyConvPolicy:
             and cfg.q_head is None
             and not (cfg.use_prev_action or cfg.use_prev_reward)
             and getattr(network, "policy_kind", None) == "categorical"
+            and _plain_observation(network)
             and network.observation_spec.dtype in (tf.float32, tf.uint8)
         )
 
@@ -290,6 +294,11 @@ def numpy_policy_class(network, impl: str):
     if impl == "numpy" and NumpyConvPolicy.supports(network):
         return NumpyConvPolicy
     return None
+
+
+def _plain_observation(network) -> bool:
+    """One observation array (not a Dict / Tuple nest, which the TF policy takes)."""
+    return isinstance(network.observation_spec, tf.TensorSpec)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

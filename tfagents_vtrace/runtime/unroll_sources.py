@@ -23,6 +23,7 @@ import queue
 import threading
 
 import numpy as np
+import tensorflow as tf
 
 from tfagents_vtrace.runtime.actor import Actor, ActorThread, WeightStore, put_until_stopped
 from tfagents_vtrace.runtime.env_failures import first_error
@@ -206,6 +207,9 @@ def stack_unrolls(unrolls: list[dict]) -> dict:
             out[key] = tuple(np.concatenate(parts, 0) for parts in zip(*(u[key] for u in unrolls)))
         elif key == "policy":
             out[key] = {k: np.concatenate([u[key][k] for u in unrolls], 1) for k in value}
-        else:
+        elif isinstance(value, np.ndarray):
             out[key] = np.concatenate([u[key] for u in unrolls], 1)
+        else:  # a Dict / Tuple observation: leaf by leaf
+            concat = lambda *leaves: np.concatenate(leaves, 1)  # noqa: E731
+            out[key] = tf.nest.map_structure(concat, *(u[key] for u in unrolls))
     return out

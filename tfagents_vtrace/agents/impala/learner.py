@@ -5,7 +5,8 @@ Architectures", 2018, https://arxiv.org/abs/1802.01561.
 
 A batch is a dict of numpy arrays, time-major, with one-step overlap (T+1 observations):
 
-* ``observation [T+1, B, ...]``, ``first [T+1, B]`` bool, ``prev_action [T+1, B(, A)]``,
+* ``observation [T+1, B, ...]`` (a dict / tuple of such arrays for a Dict / Tuple
+  observation space), ``first [T+1, B]`` bool, ``prev_action [T+1, B(, A)]``,
   ``prev_reward [T+1, B]``, ``reset [T+1, B]`` bool (the observation is the final one of an
   ended episode: NEXT_STEP autoreset "reset step");
 * ``action [T, B(, A)]``, ``reward [T, B]``, ``terminated [T, B]``, ``truncated [T, B]`` bool;
@@ -238,7 +239,7 @@ def step_batch(network, config: ImpalaConfig, batch: dict) -> dict:
     whole ``[T, B]`` batch with them, each ``[T * B, ...]`` (stop-gradient).
     """
     terms = loss_terms(network, config, batch)
-    steps = {k: _merge(batch[k][:-1]) for k in _STEP_INPUTS}
+    steps = {k: tf.nest.map_structure(lambda x: _merge(x[:-1]), batch[k]) for k in _STEP_INPUTS}
     steps["action"] = _merge(batch["action"])
     steps["policy"] = {k: _merge(v) for k, v in batch["policy"].items()}
     steps[MASK] = _merge(terms.mask)
@@ -267,7 +268,7 @@ def step_loss(
     :func:`step_batch`, ``[N, ...]``) whose V-trace targets were computed beforehand:
     the network runs on the N observations as one time step of N columns (a feed-forward
     network has no state to carry), and ``vs`` / ``pg_advantages`` are the given ones."""
-    inputs = NetInputs(*(steps[k][None] for k in _STEP_INPUTS))
+    inputs = NetInputs(*(tf.nest.map_structure(lambda x: x[None], steps[k]) for k in _STEP_INPUTS))
     out = network.unroll(inputs, ())
     lead = lambda x: x[None]
     policy = tf.nest.map_structure(lead, steps["policy"])
