@@ -37,7 +37,7 @@ import tempfile
 
 import tensorflow as tf
 
-from tfagents_vtrace.export_portable import portable_functions
+from tfagents_vtrace.export_portable import check_single_observation, portable_functions
 from tfagents_vtrace.export_target import check_export_file, write_file_atomically
 from tfagents_vtrace.networks import ActorCriticNetwork
 
@@ -58,11 +58,13 @@ def tflite_model(network: ActorCriticNetwork) -> bytes:
     """The serialized LiteRT flatbuffer of ``network``'s policy (see the module docstring).
 
     Raises:
-      ValueError: ``network`` is not an ActorCriticNetwork.
+      ValueError: ``network`` is not an ActorCriticNetwork, or its observation is a Dict /
+        Tuple space (SavedModel only).
       tf.lite's ConverterError: an op of the network has no LiteRT builtin.
     """
     if not isinstance(network, ActorCriticNetwork):
         raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
+    check_single_observation(network, "LiteRT")
     functions = portable_functions(network)
     functions["get_initial_state"] = _initial_state_function(network)
     return convert_functions(functions)

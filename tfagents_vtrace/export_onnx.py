@@ -61,13 +61,15 @@ def onnx_model(network: ActorCriticNetwork, opset: int = DEFAULT_OPSET) -> bytes
     """The serialized ONNX ``ModelProto`` of ``network``'s policy.
 
     Raises:
-      ValueError: ``network`` is not an ActorCriticNetwork.
+      ValueError: ``network`` is not an ActorCriticNetwork, or its observation is a Dict /
+        Tuple space (SavedModel only).
       ImportError: tf2onnx is not installed (the ``onnx`` extra).
     """
     from tfagents_vtrace.export import policy_metadata  # the SavedModel's metadata
 
     if not isinstance(network, ActorCriticNetwork):
         raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
+    export_portable.check_single_observation(network, "ONNX")
     function, specs = onnx_step(network)
     return convert_function(function, specs, policy_metadata(network), opset)
 

@@ -14,6 +14,10 @@ format, and write the log-probabilities out in elementary ops (no TFP):
 * tanh_gaussian: ``x = loc + scale * noise``, ``action = mid + half_range * tanh(x)``;
   ``log_prob`` is the Gaussian's at ``x`` minus ``sum_a log(half_range) + log(1 - tanh(x)^2)``,
   with ``log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2 x))`` (as TFP's Tanh bijector).
+* multi_categorical (MultiDiscrete): ``noise`` ``[B, sum(nvec)]`` uniform in [0, 1), one
+  Gumbel-max draw per block of logits; ``log_prob`` sums the blocks' log-softmax entries.
+* multi_binary (MultiBinary): ``noise`` ``[B, n]`` uniform in [0, 1);
+  ``action = noise < sigmoid(logits)``; ``log_prob = sum a log s(l) + (1 - a) log s(-l)``.
 
 The greedy step is the SavedModel's: argmax, ``loc`` or ``mid + half_range * tanh(loc)``
 (the noise-free draw), with ``log_prob`` of that action by the formulas above.
@@ -31,9 +35,15 @@ import math
 
 import tensorflow as tf
 
-from tfagents_vtrace.networks import ActorCriticNetwork, NetInputs
+from tfagents_vtrace.networks import ActorCriticNetwork, NetInputs, distributions
 
-NOISE_LAWS = {"categorical": "uniform", "gaussian": "normal", "tanh_gaussian": "normal"}
+NOISE_LAWS = {
+    "categorical": "uniform",
+    "gaussian": "normal",
+    "tanh_gaussian": "normal",
+    "multi_categorical": "uniform",
+    "multi_binary": "uniform",
+}
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -43,7 +53,10 @@ def noise_law(network: ActorCriticNetwork) -> str:
 
 
 def noise_size(network: ActorCriticNetwork) -> int:
-    """Last dimension A of the ``[B, A]`` noise: the number of actions, or the action dim."""
+    """Last dimension A of the ``[B, A]`` noise: the number of actions, the action dim, or
+    ``sum(nvec)`` (MultiDiscrete)."""
+    if network.nvec is not None:
+        return sum(network.nvec)
     return network.num_actions if network.is_discrete else network.action_dim
 
 
@@ -69,6 +82,8 @@ def act_from_noise(
     """(action, log_prob) of the draw that ``noise`` ``[B, A]`` selects (see the module
     docstring); ``noise=None`` gives the greedy action and its log-probability."""
     kind = network.policy_kind
+    if kind in ("multi_categorical", "multi_binary"):
+        return _vector_discrete_from_noise(network, policy, noise)
     if kind == "categorical":
         logits = policy["logits"]
         scores = logits if noise is None else logits - tf.math.log(-tf.math.log(noise))
@@ -85,11 +100,50 @@ def act_from_noise(
     return mid + half * tf.tanh(x), log_prob - _tanh_log_det(x, half)
 
 
+def check_single_observation(network: ActorCriticNetwork, what: str) -> None:
+    """Raises ValueError naming ``network`` when its observation is a Dict / Tuple nest:
+    the LiteRT and ONNX artefacts (and their parity check) take one observation array."""
+    if not isinstance(network.observation_spec, tf.TensorSpec):
+        raise ValueError(
+            f"network: {what} export takes one observation array, this policy's observation "
+            "is a Dict / Tuple space; export it as a SavedModel"
+        )
+
+
+def _vector_discrete_from_noise(network, policy, noise) -> tuple[tf.Tensor, tf.Tensor]:
+    """(action ``[B, D]`` int32, log_prob) of MultiDiscrete / MultiBinary policies."""
+    if network.policy_kind == "multi_binary":
+        logits = policy[distributions.BERNOULLI_LOGITS]
+        if noise is None:
+            action = tf.cast(logits > 0.0, tf.int32)
+        else:
+            action = tf.cast(noise < tf.sigmoid(logits), tf.int32)
+        bits = tf.cast(action, tf.float32)
+        log_p = -bits * tf.nn.softplus(-logits) - (1.0 - bits) * tf.nn.softplus(logits)
+        return action, tf.reduce_sum(log_p, axis=-1)
+    logits = policy[distributions.MULTI_LOGITS]
+    scores = logits if noise is None else logits - tf.math.log(-tf.math.log(noise))
+    padded = distributions.padded_logits(scores, network.nvec)
+    action = tf.argmax(padded, axis=-1, output_type=tf.int32)
+    log_p = tf.nn.log_softmax(distributions.padded_logits(logits, network.nvec))
+    chosen = tf.one_hot(action, max(network.nvec), dtype=tf.float32)
+    return action, tf.reduce_sum(chosen * log_p, axis=[-2, -1])
+
+
+def observation_input_spec(network: ActorCriticNetwork):
+    """The batched ``observation`` input: one spec, or a nest of ``observation_<key>`` specs
+    (a Dict / Tuple observation space)."""
+    batched = lambda s: tf.TensorSpec([None, *s.shape], s.dtype, name=s.name)  # noqa: E731
+    return tf.nest.map_structure(batched, network.observation_spec)
+
+
 def flat_input_specs(network: ActorCriticNetwork) -> list[tf.TensorSpec]:
-    """observation, first, prev_action, prev_reward, state_0, ... (as the SavedModel's)."""
-    obs, act = network.observation_spec, network.action_spec
+    """observation, first, prev_action, prev_reward, state_0, ... (as the SavedModel's); a
+    Dict / Tuple observation gives one input per leaf, ``observation_<key>``, in
+    ``tf.nest.flatten`` order."""
+    act = network.action_spec
     specs = [
-        tf.TensorSpec([None, *obs.shape], obs.dtype, name="observation"),
+        *tf.nest.flatten(observation_input_spec(network)),
         tf.TensorSpec([None], tf.bool, name="first"),
         tf.TensorSpec([None, *act.shape], act.dtype, name="prev_action"),
         tf.TensorSpec([None], tf.float32, name="prev_reward"),
@@ -107,7 +161,9 @@ def noise_spec(network: ActorCriticNetwork) -> tf.TensorSpec:
 def forward(network: ActorCriticNetwork, flat_inputs) -> tuple:
     """The network on flat inputs (:func:`flat_input_specs`): ``(NetOutput, new states)``,
     the dummy feed-forward state passed through."""
-    observation, first, prev_action, prev_reward, *state = flat_inputs
+    n = len(tf.nest.flatten(network.observation_spec))
+    observation = tf.nest.pack_sequence_as(network.observation_spec, list(flat_inputs[:n]))
+    first, prev_action, prev_reward, *state = flat_inputs[n:]
     recurrent = bool(network.state_sizes)
     out = network(
         NetInputs(observation, first, prev_action, prev_reward), tuple(state) if recurrent else ()
