@@ -49,7 +49,7 @@ def _fake_run(path, config=True, checkpoint=True):
     if config:
         open(os.path.join(path, "config.json"), "w").close()
     if checkpoint:
-        for name in ("checkpoint", "ckpt-1.index"):  # the state file and one checkpoint
+        for name in ("checkpoint", "ckpt-1.index", "ckpt-1.data-00000-of-00001"):
             open(os.path.join(path, "checkpoints", name), "w").close()
     return str(path)
 
