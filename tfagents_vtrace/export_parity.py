@@ -210,6 +210,8 @@ def _env_action(action: np.ndarray, space) -> np.ndarray | int:
 
     if isinstance(space, gym.spaces.Discrete):
         return int(action)
+    if isinstance(space, gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
+        return np.asarray(action).astype(space.dtype)
     return np.clip(action, space.low, space.high).astype(space.dtype)
 
 
