@@ -49,21 +49,20 @@ def run_policy(
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    from experiments.evaluate import PolicyRunner
+    from tfagents_vtrace.playing import load_policy
 
     tf.random.set_seed(seed)
     n = probs.shape[0]
-    runner = PolicyRunner(tf.saved_model.load(policy_path), n, greedy=greedy)
+    policy = load_policy(policy_path)
+    state = policy.initial_state(n)
     env = TwoArmedBanditVectorEnv(n, num_trials=num_trials)
     obs, _ = env.reset(seed=seed, options={"probs": probs})
     regret = np.zeros((n, num_trials))
-    first = np.ones(n, bool)
+    rewards = None
     for t in range(num_trials):
-        actions = np.asarray(runner.act(obs, first), np.int64).reshape(n)
-        obs, rewards, _, _, info = env.step(actions)
-        runner.observe_reward(rewards)
+        actions, state = policy.step(obs, state, reward=rewards, greedy=greedy)
+        obs, rewards, _, _, info = env.step(np.asarray(actions, np.int64).reshape(n))
         regret[:, t] = info["expected_regret"]
-        first = np.zeros(n, bool)
     return regret
 
 

@@ -41,6 +41,15 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(EXIT_USAGE)
 
 
+def as_flag_message(message: str) -> str:
+    """``"name: ..."`` as ``"--name: ..."`` when ``name`` is a defined flag (the library's
+    errors name a setting by its flag's name, without the dashes)."""
+    name, sep, rest = message.partition(": ")
+    if sep and name in flags.FLAGS:
+        return f"--{name}: {rest}"
+    return message
+
+
 def reports_flag_errors(main: Callable[[list[str]], Any]) -> Callable[[list[str]], Any]:
     """Wraps an absl ``main(argv)``: a :class:`FlagError` becomes :func:`fail`'s one line."""
 

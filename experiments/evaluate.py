@@ -33,135 +33,15 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
-from experiments.cli import FlagError, check_int, reports_flag_errors, run  # noqa: E402
+from experiments.cli import (  # noqa: E402
+    FlagError,
+    check_int,
+    reports_flag_errors,
+    run,
+)
+from tfagents_vtrace.playing import _input_specs, run_episodes, summarize  # noqa: E402, F401
 
 FLAGS = flags.FLAGS
-
-
-class PolicyRunner:
-    """Steps a loaded SavedModel policy over a batch of B environments.
-
-    ``act(observation [B, ...], first [B] bool) -> action [B, ...]`` (numpy). Keeps the
-    recurrent state and the previous action / reward; call :meth:`observe_reward` with the
-    rewards ``[B]`` returned by the environment after each step.
-    """
-
-    def __init__(self, policy: Any, batch_size: int, greedy: bool = True):
-        import tensorflow as tf
-
-        self._tf = tf
-        self.policy = policy
-        self.batch_size = batch_size
-        self._fn = policy.greedy_action if greedy else policy.action
-        specs = _input_specs(self._fn)
-        self.obs_dtype = specs["observation"].dtype.as_numpy_dtype
-        act_spec = specs["prev_action"]
-        self.action_dtype = act_spec.dtype.as_numpy_dtype
-        self.prev_action = np.zeros([batch_size, *act_spec.shape[1:]], self.action_dtype)
-        self.prev_reward = np.zeros([batch_size], np.float32)
-        self.state = policy.get_initial_state(batch_size=tf.constant(batch_size, tf.int32))
-
-    def act(self, observation: np.ndarray, first: np.ndarray) -> np.ndarray:
-        """One policy step; previous action / reward are zeroed where ``first``."""
-        first = np.asarray(first, bool)
-        if observation.shape[0] != self.batch_size or first.shape != (self.batch_size,):
-            raise ValueError(
-                f"observation/first: expected batch {self.batch_size}, received "
-                f"{observation.shape} / {first.shape}"
-            )
-        self.prev_action[first] = 0
-        self.prev_reward[first] = 0.0
-        out = self._fn(
-            observation=self._tf.constant(np.asarray(observation, self.obs_dtype)),
-            first=self._tf.constant(first),
-            prev_action=self._tf.constant(self.prev_action),
-            prev_reward=self._tf.constant(self.prev_reward),
-            state=self.state,
-        )
-        self.state = out["state"]
-        action = out["action"].numpy()
-        self.prev_action = np.array(action, self.action_dtype)
-        return action
-
-    def observe_reward(self, reward: np.ndarray) -> None:
-        """Records the rewards ``[B]`` of the last step (fed as prev_reward next)."""
-        self.prev_reward = np.asarray(reward, np.float32).copy()
-
-
-def _input_specs(fn: Any) -> dict:
-    """Name -> TensorSpec of a restored tf.function's inputs (observation, prev_action...)."""
-    concrete = fn.concrete_functions[0]
-    args, kwargs = concrete.structured_input_signature
-    specs = dict(kwargs)
-    names = ("observation", "first", "prev_action", "prev_reward", "state")
-    specs.update({n: a for n, a in zip(names, args)})
-    return specs
-
-
-def _env_action(action: np.ndarray, space: Any) -> np.ndarray:
-    """Casts the policy's actions to the dtype the vector env's action space holds."""
-    return np.asarray(action).astype(space.dtype, copy=False)
-
-
-def run_episodes(
-    policy: Any,
-    env_id: str,
-    episodes: int,
-    *,
-    seed: int = 0,
-    greedy: bool = True,
-    num_envs: int = 8,
-    env_kwargs: dict | None = None,
-) -> tuple[list[float], list[int]]:
-    """Runs ``episodes`` episodes of ``policy`` (a loaded SavedModel): (returns, lengths)."""
-    from tfagents_vtrace.envs import make_vector_env
-
-    if episodes < 1:
-        raise ValueError(f"episodes: expected >= 1, received {episodes}")
-    if num_envs < 1:
-        raise ValueError(f"num_envs: expected >= 1, received {num_envs}")
-    b = min(num_envs, episodes)
-    env = make_vector_env(env_id, b, seed, **(env_kwargs or {}))
-    targets = np.array([(episodes + i) // b for i in range(b)])  # episodes per environment
-    counts = np.zeros(b, np.int64)
-    runner = PolicyRunner(policy, b, greedy=greedy)
-    obs, _ = env.reset()
-    first = np.ones(b, bool)
-    prev_done = np.zeros(b, bool)
-    ret = np.zeros(b)
-    length = np.zeros(b, np.int64)
-    returns, lengths = [], []
-    while (counts < targets).any():
-        action = runner.act(obs, first)
-        obs, reward, term, trunc, _ = env.step(_env_action(action, env.action_space))
-        runner.observe_reward(reward)
-        live = ~prev_done  # reset steps (after an end) belong to no episode
-        ret[live] += reward[live]
-        length[live] += 1
-        done = (term | trunc) & live
-        for i in np.flatnonzero(done):
-            if counts[i] < targets[i]:
-                returns.append(float(ret[i]))
-                lengths.append(int(length[i]))
-                counts[i] += 1
-        ret[done] = 0.0
-        length[done] = 0
-        first = prev_done  # the step after a reset step observes a new episode's start
-        prev_done = done
-    env.close()
-    return returns, lengths
-
-
-def summarize(returns: list[float]) -> dict:
-    """mean, std, min, max and the number of episodes of a list of returns."""
-    r = np.asarray(returns, np.float64)
-    return {
-        "mean": float(r.mean()),
-        "std": float(r.std()),
-        "min": float(r.min()),
-        "max": float(r.max()),
-        "episodes": int(r.size),
-    }
 
 
 def policy_io(policy: Any) -> dict:
@@ -286,7 +166,9 @@ def env_spaces(env_id: str, env_kwargs: dict) -> tuple[Any, Any]:
 def define_flags() -> None:
     """Declares the flags of this entry point."""
     flags.DEFINE_string("policy", None, "Path of the exported SavedModel policy.")
-    flags.DEFINE_string("env", None, "gymnasium environment id.")
+    flags.DEFINE_string(
+        "env", None, "gymnasium environment id; 'package.module:Env-v0' imports the module."
+    )
     flags.DEFINE_integer("episodes", 20, "Episodes to run.")
     flags.DEFINE_integer("seed", 0, "Seed of the environments (and of sampling).")
     flags.DEFINE_bool("greedy", True, "Greedy (mode) actions; false samples the policy.")
@@ -299,11 +181,19 @@ def define_flags() -> None:
 def main(argv: list[str]) -> None:
     del argv
     env_kwargs = check_flags(FLAGS.policy, FLAGS.episodes, FLAGS.num_envs, FLAGS.env_kwargs)
+    from tfagents_vtrace.envs.user_envs import resolve_env
+
+    try:  # module:Env-v0 imports the module it names
+        FLAGS.env = resolve_env(FLAGS.env)
+    except ValueError as e:
+        raise FlagError("env", str(e).partition(": ")[2]) from None
     observation_space, action_space = env_spaces(FLAGS.env, env_kwargs)
     import tensorflow as tf
 
+    from tfagents_vtrace.tf_paths import load_saved_model
+
     tf.random.set_seed(FLAGS.seed)
-    policy = tf.saved_model.load(FLAGS.policy)
+    policy = load_saved_model(FLAGS.policy)
     check_policy_env(policy_io(policy), FLAGS.env, observation_space, action_space, FLAGS.policy)
     returns, lengths = run_episodes(
         policy,

@@ -58,6 +58,12 @@ def define_flags() -> None:
     """Declares the flags of this entry point."""
     flags.DEFINE_string("logdir", None, "Run directory (config.json + checkpoints/).")
     flags.DEFINE_string(
+        "env",
+        None,
+        "The run's environment when it is your own: 'package.module:Env-v0' imports the "
+        "module that registers it (an id read from config.json never imports code).",
+    )
+    flags.DEFINE_string(
         "output",
         None,
         "Where to write the policy: a SavedModel directory, or the .tflite / .onnx file "
@@ -187,8 +193,18 @@ def main(argv) -> None:
     from tfagents_vtrace.runtime.checkpointing import restore_network
     from tfagents_vtrace.runtime.config_io import read_config, read_env_id, read_env_kwargs
 
+    if FLAGS.env:  # the run's own environment: module:Env-v0 imports what it names
+        from tfagents_vtrace.envs.user_envs import resolve_env
+
+        try:
+            named = resolve_env(FLAGS.env)
+        except ValueError as e:
+            raise FlagError("env", str(e).partition(": ")[2]) from None
     with flag_error_from("logdir", ValueError):  # config.json is data: a registered env id
         config = read_config(FLAGS.logdir)
+    if FLAGS.env and config.get("env_id") != named:
+        raise FlagError("env", f"{FLAGS.env} is not the run's environment {config['env_id']!r}")
+    with flag_error_from("logdir", ValueError):
         env_id = read_env_id(config, FLAGS.logdir)
         env_kwargs = read_env_kwargs(config, env_id)
         agent_name = config.get("agent", "impala")

@@ -17,7 +17,6 @@ import time
 START_TIME = time.time()  # before the heavy imports: wall_time counts what a user waits
 
 import os  # noqa: E402
-import signal  # noqa: E402
 import sys  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -64,51 +63,36 @@ def main(argv) -> None:
         configure_cpu_devices(FLAGS.num_cpu_devices)
     import gymnasium
 
-    import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
-    from tfagents_vtrace.runtime import config_io, run_dir, stop_signals
-    from tfagents_vtrace.runtime.driver import train
+    from tfagents_vtrace.envs.user_envs import resolve_env
+    from tfagents_vtrace.runtime import config_io, stop_signals
+    from tfagents_vtrace.runtime.checkpointing import CheckpointError
     from tfagents_vtrace.runtime.env_failures import ActingError
-    from tfagents_vtrace.runtime.run_lock import RunLock
-    from tfagents_vtrace.runtime.strategy import make_strategy, worker_role
-
-    def stop(signum, frame) -> None:  # the loops stop between two steps and save
-        if stop_signals.stop_requested():
-            raise KeyboardInterrupt  # a second Ctrl-C: stop at once
-        stop_signals.request_stop()
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)  # a cluster's preemption saves like Ctrl-C
-
-    lock = RunLock(FLAGS.logdir)  # held until the process ends (the kernel then releases it)
-
-    def fail(message: str) -> None:  # a refused or failed start leaves no lock file behind
-        lock.release(discard=True)
-        cli.fail(message)
+    from tfagents_vtrace.runtime.run import run
+    from tfagents_vtrace.runtime.settings import RunConfigs, check_spaces
+    from tfagents_vtrace.runtime.write_errors import WriteError
 
     try:
+        FLAGS.env = resolve_env(FLAGS.env, "--env")  # module:Env-v0 imports what it names
         agent, agent_config, network_config, run_config = common.configs_from_flags()
-        strategy = make_strategy(FLAGS.strategy)
-        config = config_io.run_config_dict(FLAGS.agent, run_config, agent_config, network_config)
-        if worker_role(strategy).is_chief:  # the others write elsewhere (multi_worker)
-            lock.acquire()  # before anything in the directory is checked or written
-            run_dir.prepare_logdir(FLAGS.logdir, config, overwrite=FLAGS.overwrite)
-    except cli.FlagError as e:  # e.g. a flag of another agent
-        fail(str(e))
-    except ValueError as e:  # the configs' validation names the field (= the flag)
-        fail(str(e))
-    except gymnasium.error.Error as e:
-        fail(f"--env: {FLAGS.env}: {e}")
-    kwargs = dict(strategy=strategy, start_time=START_TIME, agent_name=FLAGS.agent)
-    try:  # the run driver, whatever the agent
-        final = train(run_config, agent, agent_config, network_config, FLAGS.logdir, **kwargs)
+        check_spaces(FLAGS.agent, run_config)  # before any network is built
+        configs = RunConfigs(FLAGS.agent, agent, agent_config, network_config, run_config)
+        final = run(
+            configs,
+            FLAGS.logdir,
+            strategy=FLAGS.strategy,
+            overwrite=FLAGS.overwrite,
+            start_time=START_TIME,
+        )
     except stop_signals.RunInterrupted as e:
         print(f"{e}; run the same command to resume.", file=sys.stderr, flush=True)
         sys.exit(130)
-    except gymnasium.error.Error as e:
-        fail(f"--env: {FLAGS.env}: {e}")
-    except ActingError as e:  # an env failing again and again, a policy gone non-finite
-        print(f"error: {e}", file=sys.stderr, flush=True)
+    except (ActingError, WriteError, CheckpointError) as e:  # a failing env, a full disk, no
+        print(f"error: {e}", file=sys.stderr, flush=True)  # intact checkpoint: one line each
         sys.exit(1)
+    except gymnasium.error.Error as e:
+        cli.fail(f"--env: {FLAGS.env}: {e}")
+    except ValueError as e:  # a flag's value, a refused run directory or env/agent pair
+        cli.fail(cli.as_flag_message(str(e)))
     if final.get("already_finished"):
         print(
             f"{FLAGS.logdir}: this run already ended at step {final['step']}; nothing to do "

@@ -53,10 +53,8 @@ def make_configs(
     Raises:
       ValueError: naming the setting, the agent or the space that is refused.
     """
-    from tfagents_vtrace.agents.spaces import check_spaces
-    from tfagents_vtrace.envs.factory import make_env
     from tfagents_vtrace.envs.user_envs import resolve_env
-    from tfagents_vtrace.runtime.settings import build_configs, read_flagfile
+    from tfagents_vtrace.runtime.settings import build_configs, check_spaces, read_flagfile
 
     values: dict[str, Any] = dict(read_flagfile(config_path(flagfile))) if flagfile else {}
     agent = agent or values.pop("agent", None) or "impala"
@@ -65,17 +63,7 @@ def make_configs(
     values.update(settings)
     values["env"] = resolve_env(env)
     configs = build_configs(agent, values)
-    run = configs.run_config
-    from tfagents_vtrace.envs.factory import run_env_kwargs
-
-    kwargs = run_env_kwargs(
-        run.env_id, run.num_trials, run.screen_size, run.repeat_action_probability
-    )
-    probe = make_env(run.env_id, **kwargs)
-    try:
-        check_spaces(agent, probe.observation_space, probe.action_space)
-    finally:
-        probe.close()
+    check_spaces(agent, configs.run_config)
     return configs
 
 

@@ -175,7 +175,8 @@ def cartpole_policy_path(tmp_path_factory):
         ("--policy=/no/such", "error: --policy: no such file or directory: /no/such"),
         (
             "--env=NoSuchEnv-v9",
-            "error: --env: NoSuchEnv-v9: Environment `NoSuchEnv` doesn't exist.",
+            "error: --env: 'NoSuchEnv-v9' is not a registered gymnasium id (an environment of your "
+            "own: name the module that registers it, --env=package.module:ID)",
         ),  # noqa: E501
     ],
 )

@@ -42,7 +42,7 @@ TRAIN_CASES = {
         "error: --total_steps: expected an int >= 1, received -5",
     ),
     "unknown_agent": (["--agent=nope"], "error: --agent: expected one of ("),
-    "unknown_env": (["--env=NoSuchEnv-v9"], "error: --env: NoSuchEnv-v9: "),
+    "unknown_env": (["--env=NoSuchEnv-v9"], "error: --env: 'NoSuchEnv-v9' is not a registered"),
     "other_agent": (
         ["--num_workers=2"],
         "error: --num_workers: not a setting of --agent=impala (it is one of a3c, acer)",

@@ -98,8 +98,8 @@ def test_bad_input_ends_with_one_line_naming_the_flag(tmp_path):
     (tmp_path / "mine" / "notes.txt").write_text("keep")
     cases = [
         (["--num_envs=0"], "error: --num_envs: expected an int >= 1, received 0"),
-        (["--env=NoSuchEnv-v9"], "error: --env: NoSuchEnv-v9: "),
-        ([f"--logdir={tmp_path / 'mine'}"], "error: logdir: "),
+        (["--env=NoSuchEnv-v9"], "error: --env: 'NoSuchEnv-v9' is not a registered"),
+        ([f"--logdir={tmp_path / 'mine'}"], "error: --logdir: "),
     ]
     for extra, message in cases:
         out = subprocess.run(

@@ -73,7 +73,10 @@ def check_registered_id(env_id: Any, name: str = "env_id") -> str:
         else:
             atari._register_minatar()
     if env_id not in gym.registry:
-        raise ValueError(f"{name}: {env_id!r} is not a registered gymnasium id")
+        raise ValueError(
+            f"{name}: {env_id!r} is not a registered gymnasium id (an environment of your own: "
+            "name the module that registers it, --env=package.module:ID)"
+        )
     return env_id
 
 

@@ -149,3 +149,21 @@ def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
     if hasattr(module, "network_config_for"):  # e.g. ACER adds its Q head
         network_config = module.network_config_for(network_config, agent_config, run_config.env_id)
     return RunConfigs(agent, module, agent_config, network_config, run_config)
+
+
+def check_spaces(agent: str, run_config) -> None:
+    """Raises ``ValueError("env: ...")`` (one line) unless ``agent`` takes the spaces of
+    ``run_config``'s environment (:func:`tfagents_vtrace.agents.spaces.check_spaces`); one
+    environment is made to read them, before any network is built."""
+    from tfagents_vtrace.agents import spaces
+    from tfagents_vtrace.envs.factory import make_env, run_env_kwargs
+
+    run = run_config
+    kwargs = run_env_kwargs(
+        run.env_id, run.num_trials, run.screen_size, run.repeat_action_probability
+    )
+    env = make_env(run.env_id, **kwargs)
+    try:
+        spaces.check_spaces(agent, env.observation_space, env.action_space)
+    finally:
+        env.close()
