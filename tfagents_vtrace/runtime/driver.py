@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import time
 from typing import Protocol
 
@@ -264,6 +265,9 @@ class Driver:
         )
         restored = self.checkpointer.values() if self.resumed else {}
         self.counters = Counters(restored, start_time)
+        if self.resumed and self.role.is_chief:
+            step = self.counters.env_steps
+            print(f"Resuming {logdir} from step {step} (ckpt-{step}).", file=sys.stderr, flush=True)
         self._saved_step = self.counters.env_steps if self.resumed else None
         self.metrics = MetricsLog(self.logdir)
         with writing("metrics", self.metrics.path):
