@@ -57,8 +57,10 @@ class ActorCriticNetwork(keras.Model):
 
     Attributes:
       config, observation_space, action_space: as given.
-      is_discrete: Discrete action space. num_actions (discrete) or action_dim (Box).
-      policy_kind: "categorical" | "gaussian" | "tanh_gaussian".
+      is_discrete: Discrete action space. num_actions (discrete) or action_dim (Box,
+        MultiDiscrete, MultiBinary: the action vector's length).
+      policy_kind: "categorical" | "gaussian" | "tanh_gaussian" | "multi_categorical"
+        (MultiDiscrete) | "multi_binary" (MultiBinary).
       observation_spec / action_spec: ``tf.TensorSpec`` of one (unbatched) observation/action
         (observation: a nest of them for a Dict / Tuple space).
       nested_observation: the observation space is a Dict / Tuple (the multi-input torso).
@@ -250,7 +252,7 @@ class ActorCriticNetwork(keras.Model):
     def encode_action(self, action: tf.Tensor) -> tf.Tensor:
         """Actions as float vectors: one-hot ``[..., num_actions]`` or float32 ``[..., A]``
         (MultiDiscrete: the concatenated one-hots; MultiBinary: the bits)."""
-        if self.nvec is not None or self.policy_kind == "multi_binary":
+        if self.policy_kind in ("multi_categorical", "multi_binary"):
             return action_spaces.encode(self.policy_kind, action, self.nvec)
         if self.is_discrete:
             return tf.one_hot(tf.cast(action, tf.int32), self.num_actions, dtype=tf.float32)
