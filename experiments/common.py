@@ -82,8 +82,7 @@ def configs_from_flags():
         config_flags.check_flags_apply(_TABLE, used, FLAGS.agent)
         agent_config = config_flags.config_from_flags(agent.Config, _TABLE)
         network_config = config_flags.config_from_flags(NetworkConfig, _TABLE)
-        if hasattr(agent, "network_config_for"):  # e.g. ACER adds its Q head
-            network_config = agent.network_config_for(network_config, agent_config, FLAGS.env)
+        network_config = agent.network_config(network_config, agent_config, FLAGS.env)
         run_config = config_flags.config_from_flags(RunConfig, _TABLE)
     return agent, agent_config, network_config, run_config
 

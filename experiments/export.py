@@ -209,11 +209,11 @@ def main(argv) -> None:
         env_kwargs = read_env_kwargs(config, env_id)
         agent_name = config.get("agent", "impala")
         agent = get_agent(agent_name)
-    if hasattr(agent, "export_run"):  # agents whose policy is not the actor-critic network
-        formats = getattr(agent, "EXPORT_FORMATS", ("saved_model",))
+    if agent.export_run is not None:  # agents whose policy is not the actor-critic network
+        formats = agent.export_formats
         if fmt not in formats:
             raise FlagError("format", f"{agent_name} runs export {', '.join(formats)} only")
-        if FLAGS.check and not hasattr(agent, "check_export"):
+        if FLAGS.check and agent.check_export is None:
             raise FlagError("check", f"{agent_name} runs have no parity check")
         path = agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite, fmt=fmt)
         print(path, flush=True)

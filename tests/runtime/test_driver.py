@@ -105,7 +105,7 @@ class FakeAgent:
         self.closed = True
 
 
-FAKE = types.SimpleNamespace(__name__="fake", run_agent=FakeAgent)
+FAKE = types.SimpleNamespace(name="fake", run_agent=FakeAgent)
 
 
 def _setup(agent: str, total_steps: int, **run_kw):

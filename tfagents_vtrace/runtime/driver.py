@@ -190,19 +190,20 @@ class NetworkAgent:
 
 
 def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs) -> Driver:
-    """A :class:`Driver` of ``agent`` (a registry module) into run directory ``logdir``: of
-    its ``run_agent(...)`` when it has one, else of the actor-learner of its ``Learner``.
+    """A :class:`Driver` of ``agent`` (an :class:`~tfagents_vtrace.agents.spec.AgentSpec`)
+    into run directory ``logdir``: of its ``run_agent(...)`` when it has one, else of the
+    actor-learner of its ``Learner``.
 
     ``kwargs``: ``strategy``, ``start_time`` (``time.time()`` at process start),
     ``env_factory`` (``(num_envs, seed) -> VectorEnv``, e.g. failing environments in
-    tests), ``agent_name`` (stored in config.json; default: the module's name) and the
+    tests), ``agent_name`` (stored in config.json; default: the spec's name) and the
     agent's own keyword arguments.
     """
-    name = kwargs.pop("agent_name", None) or agent.__name__.rsplit(".", 1)[-1]
+    name = kwargs.pop("agent_name", None) or agent.name
     start_time = kwargs.pop("start_time", None)
     kwargs.setdefault("strategy", None)
     seed_everything(run)  # before any network is built
-    if hasattr(agent, "run_agent"):
+    if agent.run_agent is not None:
         glue = agent.run_agent(run, agent_config, network_config, **kwargs)
     else:
         from tfagents_vtrace.runtime.actor_learner import ActorLearner

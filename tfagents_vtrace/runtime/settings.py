@@ -146,8 +146,7 @@ def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
         field, sep, message = str(e).partition(": ")
         name = RUN_NAMES.get(field, field)
         raise ValueError(f"{name}: {message}" if sep else str(e)) from None
-    if hasattr(module, "network_config_for"):  # e.g. ACER adds its Q head
-        network_config = module.network_config_for(network_config, agent_config, run_config.env_id)
+    network_config = module.network_config(network_config, agent_config, run_config.env_id)
     return RunConfigs(agent, module, agent_config, network_config, run_config)
 
 

@@ -9,11 +9,15 @@ from tfagents_vtrace.agents.a2c.config import A2CConfig
 from tfagents_vtrace.agents.a2c.learner import A2CLearner
 from tfagents_vtrace.agents.a2c.loss import METRIC_KEYS, a2c_loss
 from tfagents_vtrace.agents.optimization import entropy_coefficient
+from tfagents_vtrace.agents.spec import AgentSpec
 
 Config = A2CConfig
 Learner = A2CLearner
 
+SPEC = AgentSpec("a2c", A2CConfig, Learner=A2CLearner)
+
 __all__ = [
+    "SPEC",
     "METRIC_KEYS",
     "A2CConfig",
     "A2CLearner",

@@ -11,12 +11,16 @@ from tfagents_vtrace.agents.a3c.agent import A3CAgent
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner, SharedOptimizer, compute_gradients
 from tfagents_vtrace.agents.a3c.worker import Worker
+from tfagents_vtrace.agents.spec import AgentSpec
 
 Config = A3CConfig
 Learner = A3CLearner
 run_agent = A3CAgent
 
+SPEC = AgentSpec("a3c", A3CConfig, Learner=A3CLearner, run_agent=A3CAgent)
+
 __all__ = [
+    "SPEC",
     "A3CAgent",
     "A3CConfig",
     "A3CLearner",

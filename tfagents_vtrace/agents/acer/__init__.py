@@ -17,6 +17,7 @@ from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.loss import acer_loss, project_policy_loss
 from tfagents_vtrace.agents.acer.worker import AcerWorker
+from tfagents_vtrace.agents.spec import AgentSpec
 
 Config = AcerConfig
 Learner = AcerLearner
@@ -40,7 +41,16 @@ def network_config_for(network_config, agent_config: AcerConfig, env_id: str):
     return dataclasses.replace(network_config, q_head=head)
 
 
+SPEC = AgentSpec(
+    "acer",
+    AcerConfig,
+    Learner=AcerLearner,
+    run_agent=AcerAgent,
+    network_config_for=network_config_for,
+)
+
 __all__ = [
+    "SPEC",
     "AcerAgent",
     "AcerConfig",
     "AcerLearner",

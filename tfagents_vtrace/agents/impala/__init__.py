@@ -12,11 +12,15 @@ from tfagents_vtrace.agents.impala.learner import (
     impala_loss,
     loss_terms,
 )
+from tfagents_vtrace.agents.spec import AgentSpec
 
 Config = ImpalaConfig
 Learner = ImpalaLearner
 
+SPEC = AgentSpec("impala", ImpalaConfig, Learner=ImpalaLearner)
+
 __all__ = [
+    "SPEC",
     "METRIC_KEYS",
     "Config",
     "ImpalaConfig",

@@ -9,6 +9,7 @@ SavedModel, LiteRT or ONNX file, for ``experiments.export``; ``EXPORT_FORMATS``)
 ``check_export`` (its trajectory parity check, for ``experiments.export --check``).
 """
 
+from tfagents_vtrace.agents.spec import AgentSpec
 from tfagents_vtrace.agents.taac.agent import TaacAgent
 from tfagents_vtrace.agents.taac.config import TaacConfig
 from tfagents_vtrace.agents.taac.export import EXPORT_FORMATS, check_export, export_run
@@ -21,7 +22,18 @@ Learner = TaacLearner
 run_agent = TaacAgent
 
 
+SPEC = AgentSpec(
+    "taac",
+    TaacConfig,
+    Learner=TaacLearner,
+    run_agent=TaacAgent,
+    export_run=export_run,
+    check_export=check_export,
+    export_formats=EXPORT_FORMATS,
+)
+
 __all__ = [
+    "SPEC",
     "EXPORT_FORMATS",
     "Config",
     "Learner",

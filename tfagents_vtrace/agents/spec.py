@@ -1,0 +1,61 @@
+"""An agent as one typed description the runtime and the commands ask for its parts (as Acme's
+``Builder``), instead of a module probed with ``hasattr``.
+
+Each agent package exports ``SPEC``; the registry (:func:`tfagents_vtrace.agents.get_agent`)
+returns it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from tfagents_vtrace.agents.spaces import SUPPORTED_SPACES, AgentSpaces
+
+ACTOR_CRITIC_EXPORTS = ("saved_model", "tflite", "onnx")
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSpec:
+    """What an agent is made of.
+
+    Attributes:
+      name: the registry's name (``--agent``).
+      Config: the frozen config dataclass of its hyperparameters (validated on creation).
+      Learner: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with
+        ``network``, ``train_step(batch)``, ``get_weights()``, ``checkpoint_items()``; the
+        actor-learner (IMPALA, A2C) builds it. None for agents that build their own.
+      run_agent: ``run_agent(run, config, network_config, *, strategy, env_factory)`` ->
+        the driver's ``RunAgent`` (asynchronous workers, replay, per-step updates); None runs
+        the actor-learner of ``Learner``.
+      network_config_for: ``(network_config, config, env_id) -> NetworkConfig``, the network
+        the agent needs (e.g. ACER's Q head); None keeps the given one.
+      export_run: ``(logdir, path, overwrite=False, fmt=...) -> str``, the export of a run
+        whose policy is not the actor-critic network (TAAC); None exports that network.
+      check_export: ``(logdir, path, fmt=..., steps=...) -> ParityReport`` for
+        ``export_run``'s artefacts; None when it has none.
+      export_formats: the formats its runs export.
+      spaces: the observation and action spaces it takes.
+    """
+
+    name: str
+    Config: type
+    Learner: type | None = None
+    run_agent: Callable | None = None
+    network_config_for: Callable | None = None
+    export_run: Callable | None = None
+    check_export: Callable | None = None
+    export_formats: tuple[str, ...] = ACTOR_CRITIC_EXPORTS
+    spaces: AgentSpaces | None = None
+
+    def __post_init__(self) -> None:
+        if self.Learner is None and self.run_agent is None:
+            raise ValueError(f"{self.name}: an agent needs a Learner or a run_agent")
+        if self.spaces is None:
+            object.__setattr__(self, "spaces", SUPPORTED_SPACES[self.name])
+
+    def network_config(self, network_config, config, env_id: str):
+        """The network config a run of this agent uses."""
+        if self.network_config_for is None:
+            return network_config
+        return self.network_config_for(network_config, config, env_id)
