@@ -53,15 +53,23 @@ def policy_io(policy: Any) -> dict:
 
     Returns:
       ``{"observation_shape": tuple, "observation_dtype": np.dtype, "discrete": bool,
-      "num_actions": int | None, "action_shape": tuple}``.
+      "num_actions": int | None, "action_shape": tuple}``; for a ``Dict`` / ``Tuple``
+      observation, ``observation_shape`` and ``observation_dtype`` are lists, one per leaf
+      (dict keys sorted).
     """
+    import tensorflow as tf
+
     specs = _input_specs(policy.greedy_action)
     obs, act = specs["observation"], specs["prev_action"]
     meta = json.loads(policy.metadata.numpy()) if hasattr(policy, "metadata") else {}
     discrete = bool(meta.get("is_discrete", act.dtype.is_integer))
+    leaves = tf.nest.flatten(obs)
+    shapes = [tuple(s.shape[1:]) for s in leaves]
+    dtypes = [np.dtype(s.dtype.as_numpy_dtype) for s in leaves]
+    nested = not isinstance(obs, tf.TensorSpec)
     return {
-        "observation_shape": tuple(obs.shape[1:]),
-        "observation_dtype": np.dtype(obs.dtype.as_numpy_dtype),
+        "observation_shape": shapes if nested else shapes[0],
+        "observation_dtype": dtypes if nested else dtypes[0],
         "discrete": discrete,
         "num_actions": meta.get("num_actions") if discrete else None,
         "action_shape": tuple(act.shape[1:]),
@@ -79,6 +87,17 @@ def _numeric_kind(dtype: Any) -> str:
     return "float" if np.dtype(dtype).kind in "fc" else "integer"
 
 
+def _space_leaves(space: Any) -> list:
+    """The leaf spaces of ``space`` (``Dict`` keys sorted, as ``tf.nest`` orders them)."""
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for k in sorted(space.spaces) for leaf in _space_leaves(space[k])]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for sub in space.spaces for leaf in _space_leaves(sub)]
+    return [space]
+
+
 def check_policy_env(
     io: dict, env_id: str, observation_space: Any, action_space: Any, policy_path: str
 ) -> None:
@@ -92,19 +111,24 @@ def check_policy_env(
     import gymnasium as gym
 
     where = f"the policy at {policy_path}"
-    obs_shape = tuple(observation_space.shape or ())
-    if obs_shape != io["observation_shape"]:
+    spaces = _space_leaves(observation_space)
+    obs_shape = [tuple(s.shape or ()) for s in spaces]
+    expected = io["observation_shape"]
+    if not isinstance(expected, list):
+        obs_shape = obs_shape[0] if len(obs_shape) == 1 else obs_shape
+    if obs_shape != expected:
         raise FlagError(
             "env",
-            f"{env_id} gives observations of shape {obs_shape}, {where} expects "
-            f"{io['observation_shape']}",
+            f"{env_id} gives observations of shape {obs_shape}, {where} expects {expected}",
         )
-    if _numeric_kind(observation_space.dtype) != _numeric_kind(io["observation_dtype"]):
-        raise FlagError(
-            "env",
-            f"{env_id} gives {np.dtype(observation_space.dtype).name} observations, {where} "
-            f"expects {io['observation_dtype'].name}",
-        )
+    dtypes = io["observation_dtype"]
+    for space, dtype in zip(spaces, dtypes if isinstance(dtypes, list) else [dtypes]):
+        if _numeric_kind(space.dtype) != _numeric_kind(dtype):
+            raise FlagError(
+                "env",
+                f"{env_id} gives {np.dtype(space.dtype).name} observations, {where} "
+                f"expects {dtype.name}",
+            )
     env_discrete = isinstance(action_space, gym.spaces.Discrete)
     env_n = int(action_space.n) if env_discrete else None
     act_shape = tuple(action_space.shape or ())
