@@ -1,0 +1,37 @@
+"""The examples under examples/ run as a user runs them (short budgets)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def _run(args, cwd, **env):
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env={**ENV, **env},
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_train_from_python_then_play_the_policy(tmp_path):
+    logdir = str(tmp_path / "corridor")
+    out = _run([sys.executable, os.path.join(EXAMPLES, "train_from_python.py"),
+                f"--logdir={logdir}", "--total_steps=4000"], tmp_path)  # fmt: skip
+    assert "greedy return at the end:" in out
+    out = _run([sys.executable, os.path.join(EXAMPLES, "play_policy.py"),
+                os.path.join(logdir, "policy")], tmp_path)  # fmt: skip
+    assert out.strip().startswith("return ")
+
+
+def test_train_from_the_command_line(tmp_path):
+    bindir = os.path.dirname(sys.executable)
+    if not os.path.exists(os.path.join(bindir, "tfv-train")):
+        pytest.fail("tfv-train is not installed beside this Python (pip install the package)")
+    out = _run(["bash", os.path.join(EXAMPLES, "train_from_command_line.sh")], tmp_path,
+               LOGDIR=str(tmp_path / "cli"), TOTAL_STEPS="4000",
+               PATH=bindir + os.pathsep + ENV.get("PATH", ""))  # fmt: skip
+    assert '"final": true' in out and os.path.isfile(tmp_path / "cli" / "policy.onnx")
