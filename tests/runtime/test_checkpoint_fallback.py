@@ -168,3 +168,31 @@ def test_a_start_that_fails_leaves_nothing_behind(tmp_path):
     with pytest.raises(Exception, match="reset failed"):
         train(_run(1024), AGENT, AGENT.Config(), NET, logdir, env_factory=broken)
     assert not os.path.exists(logdir) or os.listdir(logdir) == []
+
+
+def test_a_damaged_config_is_moved_aside_and_the_checkpoint_resumes(run_copy, capsys):
+    with open(os.path.join(run_copy, "config.json"), "w") as f:
+        f.write('{"agent": "imp')  # torn
+    final = _train_cli_like(run_copy, 2048)
+    assert final["resumed"] and final["step"] >= 2048
+    assert os.path.exists(os.path.join(run_copy, "config.damaged-1.json"))
+    assert "config.json is unreadable" in capsys.readouterr().err
+
+
+def test_undecodable_bytes_in_the_metrics_log_are_dropped(run_copy):
+    path = os.path.join(run_copy, "metrics.jsonl")
+    with open(path, "ab") as f:
+        f.write(b"\xff\xfe\x00garbage\n")
+    _train(run_copy, 2048)
+    for line in open(path):
+        json.loads(line)
+
+
+def _train_cli_like(logdir, total_steps):
+    """As a command does: the directory is checked before the driver runs."""
+    from tfagents_vtrace.runtime import config_io, run_dir
+
+    run = _run(total_steps, checkpoint_every_s=1e-6)
+    config = config_io.run_config_dict("impala", run, AGENT.Config(), NET)
+    assert run_dir.prepare_logdir(logdir, config) == "resume"
+    return train(run, AGENT, AGENT.Config(), NET, logdir)

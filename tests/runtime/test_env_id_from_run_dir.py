@@ -21,7 +21,11 @@ def _planted_run(tmp_path, agent="impala"):
     (tmp_path / f"{MODULE}.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'w').close()\n")
     logdir = tmp_path / "run"
     os.makedirs(logdir / "checkpoints")
-    for name in ("checkpoint", "ckpt-1.index"):  # stand-ins: enough for experiments.export
+    for name in (
+        "checkpoint",
+        "ckpt-1.index",
+        "ckpt-1.data-00000-of-00001",
+    ):  # stand-ins: enough for experiments.export
         (logdir / "checkpoints" / name).write_text("")
     config = {"agent": agent, "env_id": f"{MODULE}:CartPole-v1", "agent_config": {},
               "network_config": {"hidden_sizes": [8]}, "run_config": {}}  # fmt: skip

@@ -100,12 +100,22 @@ def write_run_config(logdir: str, agent_name: str, run, agent_config, network_co
 
 
 def read_config(logdir: str) -> dict:
-    """Reads ``DIR/config.json``."""
+    """Reads ``DIR/config.json``.
+
+    Raises:
+      ValueError: naming ``logdir``, when there is none or it is not a JSON object.
+    """
     path = os.path.join(logdir, "config.json")
     if not os.path.exists(path):
         raise ValueError(f"logdir: no config.json in {logdir!r}")
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"logdir: {path!r} is not valid JSON ({e})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"logdir: {path!r} is not a JSON object")
+    return config
 
 
 def read_env_id(config: dict, logdir: str) -> str:

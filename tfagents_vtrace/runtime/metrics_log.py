@@ -22,7 +22,7 @@ def read_metrics(logdir: str) -> list[dict]:
     if not os.path.exists(path):
         return []
     rows = []
-    with open(path) as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
                 rows.append(json.loads(line))
@@ -48,6 +48,9 @@ def truncate_events(logdir: str, step: int) -> int:
     the number of summary events dropped.
     """
     paths = glob.glob(os.path.join(glob.escape(logdir), "events.out.tfevents.*"))
+    for leftover in [p for p in paths if p.endswith(".tmp")]:  # a rewrite cut by a kill
+        os.remove(leftover)
+    paths = [p for p in paths if not p.endswith(".tmp")]
     if not paths:
         return 0
     import tensorflow as tf
@@ -95,7 +98,7 @@ class MetricsLog:
         self.last_row = None
         if not os.path.exists(self.path):
             return 0
-        with open(self.path) as f:
+        with open(self.path, encoding="utf-8", errors="replace") as f:  # damaged bytes too
             lines = [line.rstrip("\n") for line in f if line.strip()]
         keep = []
         for line in lines:

@@ -43,6 +43,7 @@ _RUN_ENTRIES = (
     "policy",
     "events.out.tfevents.*",
     "config.before-resume-*.json",
+    "config.damaged-*.json",
     "policy.tmp-*",  # an export killed before its rename (export_target.write_atomically)
     "policy.old-*",
 )
@@ -88,6 +89,16 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
             out += _differences(old.get(key), new.get(key), name)
         return out
     return [] if old == new else [f"{prefix}: {old!r} -> {new!r}"]
+
+
+def _keep_aside(logdir: str, name: str, pattern: str, copy: bool = False) -> str:
+    """Copies (or moves) ``DIR/name`` to the first free ``pattern.format(n=1, 2, ...)``."""
+    n = 1
+    while os.path.exists(os.path.join(logdir, pattern.format(n=n))):
+        n += 1
+    kept = os.path.join(logdir, pattern.format(n=n))
+    (shutil.copyfile if copy else os.replace)(os.path.join(logdir, name), kept)
+    return kept
 
 
 def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str:
@@ -143,6 +154,15 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
             f"logdir: {logdir!r} already holds files ({shown}) but no checkpoint to resume; "
             "choose another logdir, or overwrite=True (--overwrite) to replace that run"
         )
+    if not _is_run_config(logdir):  # damaged: the checkpoint decides what can resume
+        kept = _keep_aside(logdir, "config.json", "config.damaged-{n}.json")
+        print(
+            f"warning: {os.path.join(logdir, 'config.json')} is unreadable; moved to "
+            f"{os.path.basename(kept)}, resuming from the checkpoint with this command's config",
+            file=sys.stderr,
+            flush=True,
+        )
+        return "resume"
     old, new = read_config(logdir), config
     structural = _differences(
         {k: old.get(k) for k in _STRUCTURAL}, {k: new.get(k) for k in _STRUCTURAL}
@@ -160,11 +180,7 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
         )
     changed = _differences(old, new)
     if changed:
-        n = 1
-        while os.path.exists(os.path.join(logdir, f"config.before-resume-{n}.json")):
-            n += 1
-        kept = os.path.join(logdir, f"config.before-resume-{n}.json")
-        shutil.copyfile(os.path.join(logdir, "config.json"), kept)
+        kept = _keep_aside(logdir, "config.json", "config.before-resume-{n}.json", copy=True)
         print(
             f"Resuming {logdir} with a changed config ({'; '.join(changed)}); the previous "
             f"config is kept as {os.path.basename(kept)}.",
