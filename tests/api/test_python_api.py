@@ -4,7 +4,6 @@ a class, a function returning a wrapped one, gymnasium's module:Env-v0 id, and t
 import json
 import os
 import sys
-import textwrap
 
 import gymnasium as gym
 import numpy as np
@@ -12,38 +11,9 @@ import pytest
 
 import tfagents_vtrace as tv
 
-CORRIDOR = textwrap.dedent(
-    '''
-    import gymnasium as gym
-    import numpy as np
-
-
-    class Corridor(gym.Env):
-        """Walk right to the end: +1 there, -0.01 a step, 30 steps at most."""
-
-        def __init__(self, length=4):
-            self.length = length
-            self.observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
-            self.action_space = gym.spaces.Discrete(2)
-
-        def _obs(self):
-            return np.array([self.pos / self.length, self.t / 30], np.float32)
-
-        def reset(self, seed=None, options=None):
-            super().reset(seed=seed)
-            self.pos, self.t = 0, 0
-            return self._obs(), {}
-
-        def step(self, action):
-            self.pos = max(0, self.pos + (1 if int(action) == 1 else -1))
-            self.t += 1
-            done = self.pos >= self.length
-            return self._obs(), (1.0 if done else -0.01), done, self.t >= 30, {}
-
-
-    gym.register("Corridor-v0", entry_point=Corridor)
-    '''
-)
+# A module of the user's own, outside the package: the examples' (registers Corridor-v0).
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "examples")
+CORRIDOR = open(os.path.join(EXAMPLES, "my_envs.py")).read()
 FAST = dict(total_steps=3000, num_envs=8, unroll_length=5, eval_episodes=2, seed=0)
 
 
