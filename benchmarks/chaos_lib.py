@@ -16,9 +16,10 @@ near the end, the export's temporary directory) and a random delay after it. Pla
 training progress (a kill while training loses what followed the last checkpoint) are
 spread so the run does not end before the planned number of kills: while the newest
 checkpoint is ahead of the kill schedule only start-up plans are drawn, the last fifth of
-the kills aim at the end of the run (final steps, final evaluation, export), and a run that
-already reached its end is killed in its start-up or export. Each kill records the phase the
-child was seen in when it was killed.
+the kills aim at the end of the run (final steps, final evaluation, export), a run that
+already reached its end is killed in its start-up or export, and one that ended (its
+``final.json`` written) before the kills were spent in the start-up of the same command run
+again. Each kill records the phase the child was seen in when it was killed.
 
 No TensorFlow import at module level (the test process has its own; ``policy_acts`` imports
 it when called).
@@ -62,6 +63,7 @@ PLANS = {
 _EARLY = {"import": 2, "setup": 3, "checkpoint": 3, "training": 2}
 _LATE = {"end": 1, "export": 1}
 _ENDED = {"import": 1, "setup": 2, "export": 3}
+_FINISHED = {"import": 1, "setup": 1}  # final.json written: a start only finds that out
 _THROTTLED = {"import": 1, "setup": 2}
 
 
@@ -410,12 +412,22 @@ def _ended(case: Case, logdir: str, step: int | None) -> bool:
     return False
 
 
+def _final_step(logdir: str) -> int | None:
+    try:
+        with open(os.path.join(logdir, "final.json")) as f:
+            return json.load(f).get("step")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def choose_plan(rng: random.Random, case: Case, logdir: str, kills: int, planned: int) -> str:
     """The next kill's plan (module docstring)."""
     steps = complete_steps(logdir)
     newest = steps[0] if steps else None
     late = max(2, planned // 5)
-    if _ended(case, logdir, newest):
+    if newest is not None and _final_step(logdir) == newest:
+        weights = _FINISHED
+    elif _ended(case, logdir, newest):
         weights = _ENDED
     elif kills >= planned - late:
         weights = _LATE
@@ -431,11 +443,13 @@ def run_campaign(
     max_seconds: float | None = None, max_failures: int = 3, log=None,
 ) -> Campaign:  # fmt: skip
     """Runs ``case``'s command into ``logdir``, SIGKILLing it ``kills`` times, then runs it
-    until it exits 0 (at most ``max_failures`` other exits in a row). After ``max_seconds``
-    no more kills are planned. ``log(attempt)`` is called after each start."""
+    until it exits 0 (at most ``max_failures`` other exits in a row). A run that ends before
+    its kills are spent is started (and killed) again: the starts of an ended run only find
+    that out (at most ``max_failures`` such starts without a kill in a row). After
+    ``max_seconds`` no more kills are planned. ``log(attempt)`` is called after each start."""
     rng = random.Random(f"chaos:{seed}:{case.agent}")
     attempts: list[Attempt] = []
-    started, failures = time.monotonic(), 0
+    started, failures, misses = time.monotonic(), 0, 0
     while True:
         done = sum(a.killed for a in attempts)
         over = max_seconds is not None and time.monotonic() - started > max_seconds
@@ -446,10 +460,13 @@ def run_campaign(
         if log is not None:
             log(attempt)
         if attempt.killed:
-            failures = 0
+            failures = misses = 0
             continue
         if attempt.returncode == 0 and not attempt.hung:
-            break
+            if plan is None or misses >= max_failures:
+                break
+            misses += 1  # it ended before this plan's moment came
+            continue
         failures += 1
         if failures > max_failures:
             break
