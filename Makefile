@@ -25,9 +25,9 @@ install-test: $(VENV)/.installed-test
 
 RUN ?= runs/impala_cartpole
 train: install
-	$(PY) -m experiments.train --flagfile=experiments/configs/impala_cartpole.cfg --logdir=$(RUN)
+	$(VENV)/bin/tfv-train --config=impala_cartpole --logdir=$(RUN)
 	@echo "Policy exported to $(RUN)/policy (SavedModel). Evaluate it with:"
-	@echo "  $(PY) -m experiments.evaluate --policy=$(RUN)/policy --env=CartPole-v1 --episodes=20"
+	@echo "  $(VENV)/bin/tfv-evaluate --policy=$(RUN)/policy --env=CartPole-v1 --episodes=20"
 
 lint: install-test
 	$(VENV)/bin/ruff check .

@@ -52,6 +52,7 @@ TRAIN_CASES = {
         "error: --flagfile: cannot open 'nonexistent.cfg': No such file or directory",
     ),
     "unknown_flag": (["--totl_steps=3"], "error: --totl_steps: unknown flag (did you mean"),
+    "no_config": (["--config=nope"], "error: --config: no shipped config 'nope' (available: "),
 }
 
 
@@ -73,7 +74,7 @@ def test_train_without_its_required_logdir_is_one_line():
 def test_train_help_exits_0():
     out = _run("train", "--help")
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "--total_steps" in out.stdout
+    assert "--total_steps" in out.stdout and "\nmain flags:\n" in out.stdout
 
 
 # The other entry points parse their flags before importing TensorFlow: ~0.2 s each.

@@ -85,11 +85,12 @@ if __name__ == "__main__":
 
 def test_help_lists_the_training_flags():
     out = subprocess.run(
-        [sys.executable, "-m", "experiments.train", "--help"],
+        [sys.executable, "-m", "experiments.train", "--agent=acer", "--help"],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    for flag in ("--unroll_length", "--learning_rate", "--overwrite", "--trust_region_delta"):
+    for flag in ("--unroll_length", "--learning_rate", "--[no]overwrite", "--trust_region_delta"):
         assert flag in out.stdout, flag
+    assert "--vtrace_lambda" not in out.stdout  # IMPALA's: --helpfull only
 
 
 @pytest.mark.slow  # subprocesses importing TensorFlow

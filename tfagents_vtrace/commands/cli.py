@@ -1,4 +1,4 @@
-"""One-line command-line errors for the experiments entry points (train, evaluate, export...).
+"""One-line command-line errors for the commands (tfv-train, tfv-evaluate, tfv-export...).
 
 A bad flag value ends the program with one line on stderr, ``error: --FLAG: expected ...,
 received ...``, and exit code 2, instead of a Python traceback or absl's two-line ``FATAL
@@ -10,6 +10,11 @@ by their argument checks) and the exceptions a caller converts explicitly with
 :func:`flag_error_from`; anything else (a real bug deep in the code) still ends in a
 traceback. The entry points run the
 experiments of Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561.
+
+absl's ``--help`` describes the ``__main__`` module: its docstring and the flags it declared.
+A console script's ``__main__`` (and the ``experiments/`` shims) declare none, so :func:`run`
+lends them the command module's docstring and key flags (``command=``); ``short_help=``
+replaces absl's ``--help`` text altogether (``tfv-train``'s grouped flags).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -83,10 +89,90 @@ def check_int(flag: str, value: int, minimum: int) -> int:
     return value
 
 
-def run(main: Callable[[list[str]], Any], argv: list[str] | None = None) -> NoReturn:
-    """``absl.app.run(main)`` whose flag parsing errors are :func:`fail`'s one line."""
+def run(
+    main: Callable[[list[str]], Any],
+    argv: list[str] | None = None,
+    *,
+    command: types.ModuleType | None = None,
+    short_help: Callable[[], str] | None = None,
+) -> NoReturn:
+    """``absl.app.run(main)`` whose flag parsing errors are :func:`fail`'s one line.
+
+    Args:
+      main: absl's ``main(argv)``.
+      argv: the command line (default ``sys.argv``).
+      command: the module that declares the flags, when it is not ``__main__`` (a console
+        script, a shim): absl's ``--help`` then shows its docstring and its key flags.
+      short_help: returns the text ``--help`` prints instead of absl's (exit code 0);
+        ``--helpfull`` still lists every flag.
+    """
+    argv = sys.argv if argv is None else argv
+    if command is not None:
+        _describe_as_main(command)
+    if short_help is not None and asks_for_help(argv):
+        sys.stdout.write(short_help())
+        sys.stdout.flush()
+        raise SystemExit(0)
     app.run(main, argv=argv, flags_parser=parse_flags)
     raise AssertionError("unreachable")  # app.run always exits
+
+
+HELP_ARGS = ("--help", "-help", "--helpshort", "-helpshort", "-?")
+"""absl's short-help flags (``--helpfull`` is not one of them)."""
+
+
+def asks_for_help(argv: list[str]) -> bool:
+    """Whether ``argv[1:]`` holds one of :data:`HELP_ARGS` before a ``--``."""
+    for arg in argv[1:]:
+        if arg == "--":
+            return False
+        if arg in HELP_ARGS:
+            return True
+    return False
+
+
+def _describe_as_main(module: types.ModuleType) -> None:
+    """Gives ``__main__`` the docstring and key flags of ``module`` (absl's ``--help`` reads
+    both from ``__main__``, whose flags it looks up under ``sys.argv[0]``)."""
+    main = sys.modules.get("__main__")
+    if main is None or main is module:
+        return
+    main.__doc__ = module.__doc__
+    for flag in flags.FLAGS.get_key_flags_for_module(module.__name__):
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
+def describe_flag(
+    name: str, help_text: str, default: str | None = None, syntax: str | None = None
+) -> str:
+    """One flag as absl's ``--help`` lists it: ``--name: help``, then its default and syntax
+    in parentheses, wrapped and indented by two / four spaces."""
+    text = flags.text_wrap(f"--{name}: {help_text}", indent="    ", firstline_indent="  ")
+    for extra in (f"default: {default}" if default else None, syntax):
+        if extra:
+            text += "\n" + flags.text_wrap(f"({extra})", indent="    ")
+    return text
+
+
+def describe_flags(
+    title: str,
+    names: list[str],
+    values: flags.FlagValues = flags.FLAGS,
+    extra: dict[str, str] | None = None,
+) -> str:
+    """``title:`` then :func:`describe_flag` of each flag of ``names`` defined in ``values``
+    (or given its help text in ``extra``)."""
+    lines = [f"{title}:"]
+    for name in names:
+        if name in values:
+            flag = values[name]
+            label = f"[no]{name}" if flag.boolean else name
+            lines.append(
+                describe_flag(label, flag.help, flag.default_as_str, flag.parser.syntactic_help)
+            )
+        elif extra and name in extra:
+            lines.append(describe_flag(name, extra[name]))
+    return "\n".join(lines) + "\n"
 
 
 def parse_flags(argv: list[str]) -> list[str]:

@@ -1,7 +1,7 @@
 """absl flags generated from the config dataclasses: each hyperparameter is declared once.
 
 Every field of ``RunConfig``, ``NetworkConfig`` and each registered agent's ``Config`` is a
-flag of ``experiments.train`` with the field's name (``RunConfig.env_id`` is ``--env`` and
+flag of ``tfv-train`` with the field's name (``RunConfig.env_id`` is ``--env`` and
 ``export_policy`` is ``--export``, the names of DESIGN.md's experiments contract), its type
 and its documentation (the docstring under the field, or the comment above it). The flag's
 default is the default of the agent named by ``--agent`` on the command line or in a flagfile
@@ -30,7 +30,7 @@ from typing import Any
 
 from absl import flags
 
-from experiments.cli import FlagError
+from tfagents_vtrace.commands.cli import FlagError
 
 FLAGS = flags.FLAGS
 DEFAULT_AGENT = "impala"

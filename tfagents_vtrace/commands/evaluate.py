@@ -1,4 +1,4 @@
-"""Evaluate an exported policy: ``python -m experiments.evaluate --policy=DIR/policy --env=ID``.
+"""Evaluate an exported policy: ``tfv-evaluate --policy=DIR/policy --env=ID``.
 
 Loads the SavedModel of DESIGN.md's export contract with plain ``tf.saved_model.load`` (nothing
 of the training run is needed), runs ``--episodes`` episodes on ``--num_envs`` vectorized
@@ -14,7 +14,7 @@ previous action and reward (zeros at ``first``) are fed alongside the observatio
 Episodes are spread over the environments as evenly as possible and each environment stops
 contributing once it has run its share, so short episodes are not over-sampled.
 
-Bad flags end with one line on stderr and exit code 2 (``experiments.cli``): the counts, the
+Bad flags end with one line on stderr and exit code 2 (``commands.cli``): the counts, the
 ``--policy`` directory, the ``--env`` id, and whether the env's observation and action spaces
 are those the policy was exported for (its input signature and ``metadata``).
 """
@@ -25,6 +25,7 @@ START_TIME = time.time()
 
 import json  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -33,7 +34,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
-from experiments.cli import (  # noqa: E402
+from tfagents_vtrace.commands.cli import (  # noqa: E402
     FlagError,
     check_int,
     reports_flag_errors,
@@ -241,6 +242,11 @@ def main(argv: list[str]) -> None:
     print(json.dumps(summary), flush=True)
 
 
-if __name__ == "__main__":
+def entry_point() -> None:
+    """The ``tfv-evaluate`` command (``python -m experiments.evaluate`` in a clone)."""
     define_flags()
-    run(main)
+    run(main, command=sys.modules[__name__])
+
+
+if __name__ == "__main__":
+    entry_point()

@@ -1,4 +1,4 @@
-"""Export a trained policy: ``python -m experiments.export --logdir=DIR --output=PATH``.
+"""Export a trained policy: ``tfv-export --logdir=DIR --output=PATH``.
 
 ``--format=saved_model|tflite|onnx [--check]``.
 
@@ -25,7 +25,7 @@ checked against a SavedModel whose ``greedy_action`` has ``epsilon_greedy=0``, a
 A run directory without config or checkpoint, or whose env id is not a registered gymnasium
 id (``config.json`` is data: a ``module:`` prefix, which gymnasium would import, is refused),
 a PATH that may not be written, a format the run's agent cannot export or whose extra is not
-installed, ends with one line on stderr and exit code 2 (``experiments.cli``).
+installed, ends with one line on stderr and exit code 2 (``commands.cli``).
 """
 
 import importlib.util
@@ -36,7 +36,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import flags  # noqa: E402
 
-from experiments.cli import (  # noqa: E402
+from tfagents_vtrace.commands.cli import (  # noqa: E402
     FlagError,
     check_int,
     flag_error_from,
@@ -147,7 +147,7 @@ def check_flags(
     if not os.path.isdir(logdir):
         raise FlagError("logdir", f"no such directory: {logdir}")
     if not os.path.isfile(os.path.join(logdir, "config.json")):
-        raise FlagError("logdir", f"no config.json in {logdir} (not an experiments.train run)")
+        raise FlagError("logdir", f"no config.json in {logdir} (not a tfv-train run)")
     from tfagents_vtrace.runtime.checkpointing import has_checkpoint  # no TensorFlow import
 
     if not has_checkpoint(logdir):
@@ -236,6 +236,11 @@ def _report(report) -> None:
         raise SystemExit(1)
 
 
-if __name__ == "__main__":
+def entry_point() -> None:
+    """The ``tfv-export`` command (``python -m experiments.export`` in a clone)."""
     define_flags()
-    run(main)
+    run(main, command=sys.modules[__name__])
+
+
+if __name__ == "__main__":
+    entry_point()

@@ -1,4 +1,4 @@
-"""Plot learning curves: ``python -m experiments.plot --logdir=DIR [--logdir=DIR2] --output=P``.
+"""Plot learning curves: ``tfv-plot --logdir=DIR [--logdir=DIR2] --output=PATH``.
 
 Reads each run directory's ``metrics.jsonl`` (DESIGN.md "Experiments contract": rows with
 ``step``, ``wall_time`` and ``episode_return``; rows written by the greedy evaluation carry
@@ -7,7 +7,7 @@ against wall-clock seconds since process start, every run overlaid in its own co
 training return as a line, the greedy evaluations as larger markers. The curves are those
 of Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561 (Figures 4-6: return
 against frames and against wall time). A missing or unreadable ``metrics.jsonl`` ends with
-one line on stderr naming ``--logdir`` and exit code 2 (``experiments.cli``).
+one line on stderr naming ``--logdir`` and exit code 2 (``commands.cli``).
 
 ``--what=time`` draws where the wall time went instead: for each run (one row of panels)
 the ``time_*`` fractions of its metrics rows against environment steps, stacked, in two
@@ -21,10 +21,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 
 from absl import flags
 
-from experiments.cli import flag_error_from, reports_flag_errors, run
+from tfagents_vtrace.commands.cli import flag_error_from, reports_flag_errors, run
 
 FLAGS = flags.FLAGS
 
@@ -255,6 +256,11 @@ def main(argv: list[str]) -> None:
     print(json.dumps({"output": path, "runs": len(FLAGS.logdir)}))
 
 
-if __name__ == "__main__":
+def entry_point() -> None:
+    """The ``tfv-plot`` command (``python -m experiments.plot`` in a clone)."""
     define_flags()
-    run(main)
+    run(main, command=sys.modules[__name__])
+
+
+if __name__ == "__main__":
+    entry_point()

@@ -1,4 +1,4 @@
-"""Train an agent: ``python -m experiments.train --agent=impala --env=CartPole-v1 --logdir=DIR``.
+"""Train an agent: ``tfv-train --agent=impala --env=CartPole-v1 --logdir=DIR``.
 
 Writes the run directory of DESIGN.md (config.json, checkpoints/, metrics.jsonl, TensorBoard
 events, policy/) and ends by printing one JSON line with ``"final": true``, the step count,
@@ -10,6 +10,11 @@ lock on the directory (``DIR/.lock``, ``runtime.run_lock``): a second trainer on
 ``--logdir`` ends with one line naming the holder's pid (exit code 2). Ctrl-C or SIGTERM
 writes a checkpoint first (exit code 130); the same command then resumes. Bad flag values end
 with a one-line error naming the flag (exit code 2).
+
+``--config=NAME`` reads a shipped config (``tfagents_vtrace/configs/NAME.cfg``, e.g.
+``impala_cartpole``) or a flagfile's path, as ``--flagfile=PATH`` at its place: later flags
+override it. The flags' defaults are those of the agent named on the command line or in its
+flagfiles, so they are declared at import, after the command line's ``--config`` is expanded.
 """
 
 import time
@@ -23,7 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import flags, logging  # noqa: E402
 
-from experiments import cli, common, config_flags  # noqa: E402
+from tfagents_vtrace.commands import cli, common, config_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -47,16 +52,23 @@ def _import_tensorflow() -> None:
                 del sys.modules[name]
 
 
+# --config=NAME becomes --flagfile=PATH before the agent is read from the flagfiles; a name
+# that is no config is reported by entry_point().
+_ARGV, _CONFIG_ERROR = common.expand_config(sys.argv)
+sys.argv[:] = _ARGV
 _import_tensorflow()  # the config classes behind the flags import it
 # Flag defaults are the chosen agent's (``--agent=a2c --help`` shows A2C's).
-common.define_train_flags(config_flags.agent_from_argv(sys.argv))
+AGENT = config_flags.agent_from_argv(sys.argv)
+common.define_train_flags(AGENT)
 flags.mark_flag_as_required("logdir")
-for _module in (common, config_flags):  # --help lists them, not only --helpfull
+for _module in (common, config_flags):  # absl's --helpshort lists them too
     flags.adopt_module_key_flags(_module)
 
 
+@cli.reports_flag_errors
 def main(argv) -> None:
     del argv
+    common.check_config_flag()
     if FLAGS.num_cpu_devices:
         from tfagents_vtrace.runtime.strategy import configure_cpu_devices
 
@@ -103,6 +115,17 @@ def main(argv) -> None:
     print(config_io.dumps(final), flush=True)  # strict JSON: null for NaN / inf
 
 
-if __name__ == "__main__":
+def entry_point() -> None:
+    """The ``tfv-train`` command (``python -m experiments.train`` in a clone)."""
+    if _CONFIG_ERROR:
+        cli.fail(_CONFIG_ERROR)
     logging.set_verbosity(logging.WARNING)
-    cli.run(main)
+    cli.run(
+        main,
+        command=sys.modules[__name__],
+        short_help=lambda: common.help_text(AGENT, __doc__),
+    )
+
+
+if __name__ == "__main__":
+    entry_point()
