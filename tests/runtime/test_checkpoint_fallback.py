@@ -196,3 +196,41 @@ def _train_cli_like(logdir, total_steps):
     config = config_io.run_config_dict("impala", run, AGENT.Config(), NET)
     assert run_dir.prepare_logdir(logdir, config) == "resume"
     return train(run, AGENT, AGENT.Config(), NET, logdir)
+
+
+def test_a_resumed_run_still_keeps_only_max_to_keep_checkpoints(run_copy):
+    _train(run_copy, 2048)
+    assert len(_steps(run_copy)) == 3  # the restored run's checkpoints are not kept forever
+
+
+def test_a_state_file_write_cut_by_a_kill_is_removed(run_copy):
+    leftover = os.path.join(run_copy, "checkpoints", "checkpoint.tmpb8c2251b8b9e49fe8f339fb0")
+    open(leftover, "w").write('model_checkpoint_path: "ckpt-')
+    make_driver(_run(2048), AGENT, AGENT.Config(), NET, run_copy)
+    assert not os.path.exists(leftover)
+
+
+def test_a_start_killed_inside_its_step0_checkpoint_starts_afresh(run_copy, tmp_path, capsys):
+    logdir = str(tmp_path / "fresh")
+    os.makedirs(os.path.join(logdir, "checkpoints"))
+    shutil.copy(os.path.join(run_copy, "config.json"), logdir)
+    open(os.path.join(logdir, "metrics.jsonl"), "w").close()
+    newest = _steps(run_copy)[0]
+    shutil.copy(
+        os.path.join(run_copy, "checkpoints", f"ckpt-{newest}.data-00000-of-00001"),
+        os.path.join(logdir, "checkpoints", "ckpt-0.data-00000-of-00001"),
+    )
+    open(os.path.join(logdir, "checkpoints", "ckpt-0.index"), "wb").close()  # not yet written
+    for _ in range(2):  # and again, with the damaged step-0 files set aside
+        from tfagents_vtrace.runtime import config_io, run_dir
+
+        run = _run(1024, checkpoint_every_s=1e-6)
+        assert run_dir.prepare_logdir(logdir, config_io.read_config(logdir)) in ("new", "resume")
+        final = train(run, AGENT, AGENT.Config(), NET, logdir)
+        assert final["step"] >= 1024
+        shutil.rmtree(os.path.join(logdir, "checkpoints"))
+        os.makedirs(os.path.join(logdir, "checkpoints", files.DAMAGED_DIR))
+        open(os.path.join(logdir, "checkpoints", files.DAMAGED_DIR, "ckpt-0.index"), "w").close()
+        os.remove(os.path.join(logdir, "final.json"))
+        open(os.path.join(logdir, "metrics.jsonl"), "w").close()
+    assert "starting afresh: skipped ckpt-0" in capsys.readouterr().err

@@ -27,7 +27,9 @@ STATE_FILE = "checkpoint"
 DAMAGED_DIR = "damaged"
 _INDEX_RE = re.compile(r"^ckpt-(\d+)\.index$")
 _DATA_RE = re.compile(r"^ckpt-(\d+)\.data-(\d+)-of-(\d+)$")
-_TEMP_RE = re.compile(r"^ckpt-\d+_temp")  # what a save killed before its rename leaves
+# What saves killed before their rename leave: TensorFlow's shard directory, and its state
+# file written as checkpoint.tmp<uuid> (or ours, checkpoint.tmp).
+_TEMP_RE = re.compile(r"^(ckpt-\d+_temp|checkpoint\.tmp)")
 
 
 def complete_steps(directory: str) -> list[int]:
@@ -93,14 +95,20 @@ def move_aside(directory: str, step: int, also: tuple[str, ...] = ()) -> str:
 
 def write_state(directory: str, steps: list[int]) -> None:
     """Rewrites the state file ``directory/checkpoint`` to list ``steps`` (newest first) with
-    relative paths, atomically; removes it when ``steps`` is empty."""
+    relative paths and each one's time (its index file's), atomically; removes it when
+    ``steps`` is empty. The times let ``tf.train.CheckpointManager`` delete the oldest past
+    ``max_to_keep`` (it keeps those without one as preserved)."""
     path = os.path.join(directory, STATE_FILE)
     if not steps:
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
         return
+    oldest_first = sorted(steps)
+    times = [os.path.getmtime(prefix(directory, s) + ".index") for s in oldest_first]
     lines = [f'model_checkpoint_path: "ckpt-{steps[0]}"']
-    lines += [f'all_model_checkpoint_paths: "ckpt-{s}"' for s in sorted(steps)]
+    lines += [f'all_model_checkpoint_paths: "ckpt-{s}"' for s in oldest_first]
+    lines += [f"all_model_checkpoint_timestamps: {t!r}" for t in times]
+    lines += [f"last_preserved_timestamp: {min(times) - 1.0!r}"]
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -117,7 +125,7 @@ def remove_leftovers(directory: str) -> list[str]:
     removed = []
     for name in names:
         path = os.path.join(directory, name)
-        if _TEMP_RE.match(name) or name == STATE_FILE + ".tmp":
+        if _TEMP_RE.match(name):
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
             else:

@@ -64,8 +64,11 @@ class Checkpointer:
         checkpoint that fails either is moved into ``checkpoints/damaged/`` with its replay
         archive, a one-line warning names it and why, and the next older one is tried.
 
+        A damaged step-0 checkpoint alone (a start killed while writing it: nothing was
+        trained) is moved aside too, and the run starts afresh.
+
         Raises:
-          CheckpointError: checkpoints exist but none is intact (they are moved aside).
+          CheckpointError: trained checkpoints exist but none is intact (they are moved aside).
           AssertionError: an intact checkpoint does not match the trackables (another
             network): nothing is moved.
         """
@@ -95,6 +98,12 @@ class Checkpointer:
             skipped.append(f"ckpt-{step} ({reason})")
         if skipped:
             self._open_manager([])
+        if skipped and all(s.startswith("ckpt-0 ") for s in skipped):  # a start killed while
+            files.warn(  # it wrote its step-0 checkpoint: nothing was trained, start afresh
+                f"starting afresh: skipped {'; '.join(skipped)}; moved to "
+                f"{os.path.join(self.directory, files.DAMAGED_DIR)}"
+            )
+        elif skipped:
             raise CheckpointError(
                 f"logdir: no checkpoint in {self.directory!r} reads back whole: "
                 f"{'; '.join(skipped)}; moved to {os.path.join(self.directory, files.DAMAGED_DIR)}"

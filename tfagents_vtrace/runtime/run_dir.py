@@ -227,7 +227,10 @@ def _only_start_files(logdir: str, entries: list[str], config: dict) -> bool:
     if os.path.isdir(ckpt_dir) and not os.path.islink(ckpt_dir):
         from tfagents_vtrace.runtime.checkpoint_files import DAMAGED_DIR
 
-        if DAMAGED_DIR in os.listdir(ckpt_dir):  # checkpoints once existed: not a mere start
+        damaged = os.path.join(ckpt_dir, DAMAGED_DIR)
+        if os.path.isdir(damaged) and any(  # trained checkpoints existed: not a mere start
+            not (n.startswith("ckpt-0.") or n.startswith("replay-0.")) for n in os.listdir(damaged)
+        ):
             return False
     return True
 
