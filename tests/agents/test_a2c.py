@@ -127,15 +127,21 @@ def _fork_loss(batch, values, logits, lam, beta_v, beta_e):
 
 @pytest.mark.parametrize("lam", [1.0, 0.8])
 def test_reference_defaults_match_the_a3c_meta_rl_fork_loss(rng, lam):
-    """Defaults value_target="nstep" and loss_reduction="sum", with baseline_cost = 0.1 *
-    BETA_V, give the fork's loss (summed over the rollouts of the batch's envs)."""
+    """The reference preset's value_target="nstep" and loss_reduction="sum"
+    (``configs/a2c_reference.cfg``), with baseline_cost = 0.1 * BETA_V, give the fork's loss
+    (summed over the rollouts of the batch's envs)."""
+    from tfagents_vtrace.api import make_configs
+
+    reference = make_configs(flagfile="a2c_reference").agent_config
     batch = _batch(rng, terminate=[(1, 5)])  # env 1's rollout ends in a terminal
     net = _network()
     inputs = NetInputs(*(batch[k] for k in ("observation", "first", "prev_action", "prev_reward")))
     out = net.unroll(inputs, ())
     values, logits = out.value.numpy(), out.policy["logits"].numpy()[:-1]
     beta_v, beta_e = 0.05, 0.3
-    config = A2CConfig(discount=GAMMA, gae_lambda=lam, baseline_cost=0.1 * beta_v)
+    config = dataclasses.replace(
+        reference, discount=GAMMA, gae_lambda=lam, baseline_cost=0.1 * beta_v
+    )
     assert (config.value_target, config.loss_reduction) == ("nstep", "sum")
     t, b = batch["reward"].shape
     loss, metrics = a2c_loss(net, config, batch, beta_e, 1.0 / (t * b))

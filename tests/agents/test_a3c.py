@@ -95,11 +95,17 @@ def test_worker_optimizers_keep_their_own_adam_statistics(shared_state):
         np.testing.assert_allclose(var.numpy(), theta, rtol=1e-4, atol=1e-6)  # float32 betas
 
 
-def test_a3c_config_defaults_follow_the_meta_rl_fork():
-    config = A3CConfig()
+def test_a3c_reference_preset_follows_the_meta_rl_fork():
+    from tfagents_vtrace.api import make_configs
+
+    configs = make_configs(flagfile="a3c_reference")
+    config = configs.agent_config
+    assert configs.agent == "a3c"
     assert not config.shared_optimizer
     assert (config.value_target, config.loss_reduction) == ("nstep", "sum")
-    assert NetworkConfig().time_step_scale == 1.0  # the fork feeds the raw step
+    assert (config.gae_lambda, config.t_max) == (1.0, 20)
+    assert configs.network_config.time_step_scale == 1.0  # the fork feeds the raw step
+    assert NetworkConfig().time_step_scale == 1.0
     with pytest.raises(ValueError, match="shared_optimizer"):
         A3CConfig(shared_optimizer="yes")
 

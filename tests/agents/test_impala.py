@@ -99,6 +99,9 @@ def test_truncation_bootstraps_from_final_observation_and_termination_does_not(r
 
 
 def _learner(strategy, weights=None, **kw):
+    # Raw advantages: normalised ones are normalised per replica, so a mirrored update
+    # would differ from the single-device one by design.
+    kw.setdefault("normalize_advantages", False)
     config = ImpalaConfig(optimizer="adam", learning_rate=1e-2, lr_decay="none", **kw)
     learner = ImpalaLearner(config, _network, strategy)
     if weights is not None:

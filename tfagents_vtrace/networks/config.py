@@ -24,6 +24,8 @@ CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
 GAUSSIAN_STDS = ("state", "global")
 Q_HEADS = (None, "discrete", "stochastic_dueling")
+# The default separate value network (see NetworkConfig.value_hidden_sizes).
+DEFAULT_VALUE_HIDDEN_SIZES = (64, 64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,9 +50,12 @@ class NetworkConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)
     # Separate value network: None (the value head shares the torso) or the hidden sizes of
     # an MLP of its own on the observation (SB3's default actor-critic layout: the value
-    # gradient then never moves the policy's features). Feed-forward networks with the plain
-    # value head only (core=None, q_head=None).
-    value_hidden_sizes: tuple[int, ...] | None = None
+    # gradient then never moves the policy's features; on a shared torso the value loss can
+    # collapse a continuous-action policy to one action, docs/defaults.md). Feed-forward
+    # networks with the plain value head only (core=None, q_head=None). The default (64, 64)
+    # applies to the MLP torso of those and means None (shared) for any other network: a
+    # conv torso, a core or a Q head.
+    value_hidden_sizes: tuple[int, ...] | None = DEFAULT_VALUE_HIDDEN_SIZES
     # Activation of the MLP torso layers (any Keras activation name). CNNs use relu.
     activation: str = "tanh"
     # Width of the dense layer that ends a CNN torso; None = the paper's (512 Nature, 256 IMPALA).
@@ -83,10 +88,12 @@ class NetworkConfig:
     # "tanh_gaussian" (Normal squashed by tanh into the Box bounds) or "auto" (categorical
     # for Discrete, gaussian for Box).
     policy_head: str = "auto"
-    # Gaussian std: "state" (a dense output of the features) or "global" (a learned vector).
-    gaussian_std: str = "state"
-    # Initial std of the Gaussian heads (sets the bias / global parameter at construction).
-    init_std: float = 1.0
+    # Gaussian std: "state" (a dense output of the features) or "global" (a learned vector,
+    # state-independent: exploration noise that the features cannot collapse).
+    gaussian_std: str = "global"
+    # Initial std of the Gaussian heads (sets the bias / global parameter at construction);
+    # 0.5 explores a [-1, 1] action box without most samples landing outside it.
+    init_std: float = 0.5
     # Lower bound added to the Gaussian std: scale = softplus(raw) + min_std.
     min_std: float = 1e-3
     # Scale of the orthogonal initializer of the policy output layer (small = near-uniform).
@@ -129,7 +136,12 @@ class NetworkConfig:
             _check_positive("hidden_sizes", h)
         if self.value_hidden_sizes is not None:
             sizes = tuple(int(h) for h in self.value_hidden_sizes)
+            feed_forward_mlp = self.torso == "mlp" and self.core is None and self.q_head is None
+            if sizes == DEFAULT_VALUE_HIDDEN_SIZES and not feed_forward_mlp:
+                sizes = None  # the default: the value shares the torso of these networks
             object.__setattr__(self, "value_hidden_sizes", sizes)
+        if self.value_hidden_sizes is not None:
+            sizes = self.value_hidden_sizes
             for h in sizes:
                 _check_positive("value_hidden_sizes", h)
             if self.core is not None or self.q_head is not None:

@@ -29,14 +29,17 @@ class RunConfig:
     recommend; 0 is the deterministic protocol of ``PongNoFrameskip-v4``-style results)."""
     seed: int = 0
     """Seeds environments, action sampling and network initialisation."""
-    total_steps: int = 1_000_000
-    """Environment steps to train for (all actor steps, counted T * B per unroll)."""
-    num_actors: int = 1
-    """Actor threads, each owning one vector env; 0 steps one actor inline in the learner
-    thread (synchronous, no policy lag; often fastest for tiny networks on few cores)."""
-    num_envs: int = 32
+    total_steps: int = 500_000
+    """Environment steps to train for (all actor steps, counted T * B per unroll). The
+    default suits a first try on a small task (docs/defaults.md)."""
+    num_actors: int = 0
+    """Actor threads, each owning one vector env; 0 (default) steps one actor inline in the
+    learner thread (synchronous, no policy lag, as on-policy A2C needs; repeatable, and
+    often fastest for tiny networks on few cores). Raise it for slow environments or big
+    networks (``impala_reference.cfg`` has 1)."""
+    num_envs: int = 16
     """Environments per actor (B of one unroll)."""
-    unroll_length: int = 20
+    unroll_length: int = 16
     """T: steps per unroll (the learner sees T + 1 observations)."""
     batch_unrolls: int = 1
     """Unrolls concatenated along B per learner update."""
@@ -48,9 +51,10 @@ class RunConfig:
     """Acting implementation: "auto" (numpy for MLP categorical policies, else TF), "tf", or
     "numpy" (also feed-forward categorical policies on the nature_cnn, small_atari_cnn and
     minatar_cnn torsos: their actors then run off TensorFlow's thread pool)."""
-    eval_every: int = 0
-    """Greedy evaluation every this many env steps (0: only at the end)."""
-    eval_episodes: int = 20
+    eval_every: int = 20_000
+    """Greedy evaluation every this many env steps (0: only at the end); the default shows
+    a first run's progress (a row with ``eval_return`` every 20k steps)."""
+    eval_episodes: int = 10
     """Episodes (one per separate environment) of each greedy evaluation."""
     eval_background: bool = False
     """Greedy evaluations play in a thread beside training, on a copy of the weights, instead

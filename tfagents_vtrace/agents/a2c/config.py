@@ -3,10 +3,11 @@ al. 2015, https://arxiv.org/abs/1506.02438; meta-RL settings: Wang et al. 2016,
 https://arxiv.org/abs/1611.05763).
 
 Field names equal the ``experiments.train`` flag names they come from, so the launcher can
-fill the dataclass from same-named flags. Flag defaults override these defaults: the
-flagfiles under ``experiments/configs/a2c_*.cfg`` set every value that matters. The
-optimizer, clipping, XLA and non-finite fields come from
-:class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
+fill the dataclass from same-named flags. The defaults learn small tasks with no tuning
+(Adam at 1e-3, GAE lambda 0.95 with TD(lambda) value targets, per-step mean losses, as
+OpenAI Baselines' A2C); the A3C meta-RL fork's loss (n-step targets, summed losses) is the
+preset ``configs/a2c_reference.cfg``. The optimizer, clipping, XLA and non-finite fields
+come from :class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
 """
 
 from __future__ import annotations
@@ -25,19 +26,23 @@ LOSS_REDUCTIONS = ("sum", "mean")
 class A2CConfig(LearnerConfig):
     """Hyperparameters of the advantage actor-critic loss and its optimizer."""
 
+    learning_rate: float = 1e-3
+    """Initial learning rate (> 0)."""
+    optimizer: str = "adam"
+    """"adam" or "rmsprop"."""
     max_grad_norm: float = 0.5
     """Global-norm gradient clipping threshold (>= 0); 0 disables clipping."""
     discount: float = 0.99
     """gamma in (0, 1]: per-step discount; episode ends cut it to 0."""
-    gae_lambda: float = 1.0
+    gae_lambda: float = 0.95
     """lambda in [0, 1] of GAE; 1.0 gives the n-step returns of A3C (bootstrapped at the end
     of the unroll), 0.95 is the usual GAE setting."""
-    value_target: str = "nstep"
+    value_target: str = "lambda"
     """The return R the value head regresses onto: "nstep" (the A3C meta-RL fork's: the
     discounted n-step return to the end of the unroll, bootstrapped there, whatever
     ``gae_lambda``) or "lambda" (the TD(lambda) return ``A + V`` of the GAE advantages);
     they are equal when ``gae_lambda`` is 1."""
-    loss_reduction: str = "sum"
+    loss_reduction: str = "mean"
     """How the per-step losses are reduced over the ``[T, B]`` unroll: "sum" (the A3C
     meta-RL fork's, and Mnih et al.'s accumulated gradients) or "mean" (OpenAI Baselines'
     A2C). With "sum" the gradient grows with ``T * num_envs``, which matters for

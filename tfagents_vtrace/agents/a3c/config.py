@@ -2,7 +2,10 @@
 2016, https://arxiv.org/abs/1602.01783).
 
 Field names equal the ``experiments.train`` flag names (``--num_workers``, ``--t_max`` and
-the A2C ones), so the launcher can fill the dataclass from same-named flags.
+the A2C ones), so the launcher can fill the dataclass from same-named flags. The defaults
+learn small tasks with no tuning: A2C's, with one optimizer shared by the workers and
+5-step rollouts; the A3C meta-RL fork's settings (per-worker Adam statistics, n-step targets,
+summed losses) are the preset ``configs/a3c_reference.cfg``.
 """
 
 from __future__ import annotations
@@ -26,16 +29,16 @@ class A3CConfig(A2CConfig):
 
     num_workers: int = 4
     """Worker threads, each with its own environment(s) and local network copy."""
-    t_max: int = 20
-    """Steps of one partial rollout per environment (A3C's t_max); the LSTM state carries
-    over from one rollout to the next."""
+    t_max: int = 5
+    """Steps of one partial rollout per environment (A3C's t_max; 5 is the A3C meta-RL
+    fork's TIME_MAX); the LSTM state carries over from one rollout to the next."""
 
-    shared_optimizer: bool = False
-    """False (the A3C meta-RL fork's: "each worker has a different set of adam optimizer
-    parameters"): every worker applies its gradients to the shared weights with its own
-    optimizer statistics (Adam moments / RMSProp mean squares; with ``lr_decay`` each decays
-    over its share, ``total_updates / num_workers``, of the updates). True: one optimizer
-    whose statistics all workers share (Mnih et al. 2016's "shared RMSProp")."""
+    shared_optimizer: bool = True
+    """True: one optimizer whose statistics all workers share (Mnih et al. 2016's "shared
+    RMSProp"). False (the A3C meta-RL fork's: "each worker has a different set of adam
+    optimizer parameters"): every worker applies its gradients to the shared weights with
+    its own optimizer statistics (Adam moments / RMSProp mean squares; with ``lr_decay`` each
+    decays over its share, ``total_updates / num_workers``, of the updates)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
