@@ -549,12 +549,9 @@ def _tail(text: str, lines: int = 12) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def check_campaign(
-    campaign: Campaign, min_kills: int | None = None, allow: frozenset[str] = frozenset()
-) -> list[str]:
+def check_campaign(campaign: Campaign, min_kills: int | None = None) -> list[str]:
     """Every check of a finished campaign except the policy's (:func:`policy_acts`); one
-    line per failure. ``allow``: names in :data:`KNOWN_BUGS` whose failures are left out (a
-    test reproduces each on its own)."""
+    line per failure."""
     case, logdir, failures = campaign.case, campaign.logdir, []
     want = campaign.kills_planned if min_kills is None else min_kills
     if campaign.kills < want:
@@ -611,24 +608,11 @@ def check_campaign(
     else:
         failures.append("metrics.jsonl: no rows")
     left = leftovers(logdir)
-    if "state_file_tmp" in allow:
-        left = [p for p in left if not _STATE_FILE_TMP.match(p)]
     if left:
         failures.append(f"temporary files left: {left}")
-    if "retention" not in allow:
-        failures += retention_problems(logdir)
-    return failures
+    return failures + retention_problems(logdir)
 
 
-# Library bugs a chaos run may run into: what they break, by the name ``allow`` takes.
-KNOWN_BUGS = {
-    "state_file_tmp": "TensorFlow's CheckpointManager writes the state file as "
-    "checkpoints/checkpoint.tmp<uuid> and renames it; a kill between the two leaves that file "
-    "and no later start removes it",
-    "retention": "a resumed run never deletes the checkpoints it found on disk (max_to_keep "
-    "holds only for its own), while their replay archives are pruned",
-}
-_STATE_FILE_TMP = re.compile(r"^checkpoints/checkpoint\.tmp[0-9a-f]{32}$")
 MAX_TO_KEEP = 3  # runtime.checkpointing.Checkpointer's
 
 

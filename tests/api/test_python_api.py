@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tfagents_vtrace as tv
+import tfagents_vtrace.api
 
 # A module of the user's own, outside the package: the examples' (registers Corridor-v0).
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "examples")
@@ -105,3 +106,19 @@ def test_a_shipped_config_by_name_and_settings_over_it():
     assert configs.network_config.hidden_sizes == (64, 64)  # from the file
     with pytest.raises(ValueError, match=r"^config: no file 'nope'"):
         tv.make_configs(flagfile="nope")
+
+
+@pytest.mark.parametrize("name", ["impala_minatar_breakout", "impala_atari_pong", "acer_cartpole"])
+def test_every_kind_of_flagfile_line_reads(name):
+    from tfagents_vtrace.runtime.settings import read_flagfile
+
+    values = read_flagfile(tv.config_path(name))
+    assert "rmalize_advantages" not in values and "agent" in values
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n[:-4] for n in os.listdir(tv.api.CONFIG_DIR) if n.endswith(".cfg"))
+)
+def test_every_shipped_config_builds_from_python(name):
+    configs = tv.make_configs(flagfile=name)
+    assert configs.run_config.env_id

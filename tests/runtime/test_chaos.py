@@ -35,9 +35,6 @@ sys.modules["chaos_lib"] = chaos  # dataclasses look their module up by name
 _spec.loader.exec_module(chaos)
 
 KILLS = 10  # per agent
-# Library bugs the kills may run into, left out of the random runs' checks: the xfail tests
-# at the end reproduce each (drop a name here when its test passes).
-KNOWN = frozenset({"state_file_tmp", "retention"})
 
 # One short run per agent for the damage cases: checkpoints every 0.05 s, so the directory
 # ends with three (max_to_keep) to fall back through.
@@ -88,7 +85,7 @@ def test_killed_at_random_moments_the_same_command_ends_the_run_whole(agent, tmp
         case, str(tmp_path / "run"), KILLS, seed=0, out_dir=str(tmp_path / "logs"),
         max_seconds=480,
     )  # fmt: skip
-    failures = chaos.check_campaign(campaign, allow=KNOWN)
+    failures = chaos.check_campaign(campaign)
     if campaign.last.returncode == 0:
         problem = chaos.policy_acts(str(tmp_path / "run" / "policy"), case.env_id)
         failures += [problem] if problem else []
@@ -272,16 +269,8 @@ def test_a_logdir_with_glob_characters_trains_resumes_evaluates_and_exports(tmp_
     assert chaos.policy_acts(str(output), "CartPole-v1") is None
 
 
-# ------------------------------------------------------------------------ known library bugs
+# ------------------------------------------------------ resume cases the chaos runs turned up
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="a start killed while TensorFlow writes its step-0 checkpoint's index (written in "
-    "place, after the data is renamed) leaves ckpt-0.data beside an empty ckpt-0.index: the "
-    "same command exits 1 ('no checkpoint ... reads back whole', ckpt-0 moved to "
-    "checkpoints/damaged/), then exits 2 on every later start ('already holds files ... but no "
-    "checkpoint to resume': run_dir._only_start_files refuses a checkpoints/damaged/)",
-)
 def test_a_start_killed_inside_its_step0_checkpoint_restarts(impala_run, tmp_path):
     logdir = tmp_path / "run"
     (logdir / "checkpoints").mkdir(parents=True)
@@ -298,12 +287,6 @@ def test_a_start_killed_inside_its_step0_checkpoint_restarts(impala_run, tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="TensorFlow's CheckpointManager writes the state file as checkpoint.tmp<uuid> and "
-    "renames it; a kill between the two leaves that file, which checkpoint_files."
-    "remove_leftovers (it removes only 'checkpoint.tmp') never removes (chaos_lib.KNOWN_BUGS)",
-)
 def test_a_killed_state_file_write_leaves_nothing_behind(impala_run, tmp_path):
     logdir = _copy(impala_run, tmp_path)
     name = "checkpoint.tmpb8c2251b8b9e49fe8f339fb0245b7c3c"  # file_io.atomic_write_string_to_file
@@ -313,14 +296,6 @@ def test_a_killed_state_file_write_leaves_nothing_behind(impala_run, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a resume, Checkpointer._open_manager rewrites the state file without "
-    "all_model_checkpoint_timestamps, so tf.train.CheckpointManager takes the restored run's "
-    "checkpoints as preserved and never deletes them (max_to_keep=3 holds only for the new "
-    "ones: every resume leaves up to three more), while storage.prune_replays, which follows "
-    "the manager's list, deletes their replay archives (chaos_lib.KNOWN_BUGS)",
-)
 def test_a_resumed_run_keeps_max_to_keep_checkpoints_each_with_its_replay_archive(
     acer_run, tmp_path
 ):

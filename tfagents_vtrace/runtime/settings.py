@@ -63,6 +63,7 @@ def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ValueError(f"flagfile: no such file {path!r}")
+    known = setting_names()
     out: dict[str, str] = {}
     with open(path) as f:
         for line in f:
@@ -77,7 +78,7 @@ def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
                 out.update(read_flagfile(nested))
             elif sep:
                 out[key] = value
-            elif key.startswith("no"):
+            elif key.startswith("no") and key not in known and key[2:] in known:
                 out[key[2:]] = "false"
             else:
                 out[key] = "true"
@@ -93,6 +94,16 @@ class RunConfigs:
     agent_config: Any
     network_config: Any
     run_config: Any
+
+
+def setting_names() -> set[str]:
+    """Every setting's name: the run's, the network's and every agent's."""
+    from tfagents_vtrace.networks import NetworkConfig
+    from tfagents_vtrace.runtime.config import RunConfig
+
+    names = {RUN_NAMES.get(f.name, f.name) for f in dataclasses.fields(RunConfig)}
+    names |= {f.name for f in dataclasses.fields(NetworkConfig)}
+    return names | set(setting_owners()) | {"agent"}
 
 
 def setting_owners() -> dict[str, set[str]]:
