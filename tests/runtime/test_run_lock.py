@@ -92,7 +92,7 @@ def test_a_second_trainer_on_the_same_logdir_ends_with_one_line(holder):
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1] == (
-        f"error: logdir: {logdir!r} is in use by another trainer (pid {proc.pid}); wait for it "
+        f"error: --logdir: {logdir!r} is in use by another trainer (pid {proc.pid}); wait for it "
         "to end, stop it, or choose another logdir"
     )
     assert os.listdir(logdir) == [LOCK_NAME]  # nothing written, nothing truncated
