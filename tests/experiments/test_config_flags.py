@@ -69,7 +69,7 @@ def test_field_docs_reads_docstrings_and_comments():
     ],
 )
 def test_parser_reads_each_field_type(hint, text, expected):
-    base, optional = config_flags._unwrap_optional(hint)
+    base, optional = config_flags.unwrap_optional(hint)
     assert config_flags._ConfigParser(base, optional).parse(text) == expected
 
 

@@ -23,7 +23,6 @@ import ast
 import dataclasses
 import inspect
 import textwrap
-import types
 import typing
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from absl import flags
 
 from tfagents_vtrace.commands.cli import FlagError
+from tfagents_vtrace.runtime.settings import unwrap_optional
 
 FLAGS = flags.FLAGS
 DEFAULT_AGENT = "impala"
@@ -92,15 +92,6 @@ def field_docs(cls: type) -> dict[str, str]:
                 text = " ".join(comments)
             docs[stmt.target.id] = " ".join(text.split())
     return docs
-
-
-def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
-    """``(X, True)`` for ``X | None``, else ``(hint, False)``."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1 and len(typing.get_args(hint)) == 2:
-            return args[0], True
-    return hint, False
 
 
 class _ConfigParser(flags.ArgumentParser):
@@ -181,7 +172,7 @@ def define_config_flags(
         owners = declared[name].owners
         if not any(c in chosen for c in owners):
             doc = f"[{', '.join(sorted({_agent_label(c) for c in owners}))} only] {doc}"
-        base, optional = _unwrap_optional(hint)
+        base, optional = unwrap_optional(hint)
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         if base is bool and not optional:  # a BooleanFlag, so --noNAME works
             flags.DEFINE_bool(name, default, doc)

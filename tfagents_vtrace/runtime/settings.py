@@ -19,7 +19,8 @@ from typing import Any
 RUN_NAMES = {"env_id": "env", "export_policy": "export"}
 
 
-def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
+def unwrap_optional(hint: Any) -> tuple[Any, bool]:
+    """``(X, True)`` for a field type ``X | None``, else ``(hint, False)``."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(args) == 1 and len(typing.get_args(hint)) == 2:
@@ -29,7 +30,7 @@ def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
 
 def parse_text(name: str, hint: Any, text: str) -> Any:
     """The value of field type ``hint`` written as ``text`` on a command line."""
-    base, optional = _unwrap_optional(hint)
+    base, optional = unwrap_optional(hint)
     text = text.strip()
     if optional and text.lower() == "none":
         return None
@@ -50,7 +51,7 @@ def parse_text(name: str, hint: Any, text: str) -> Any:
 
 
 def _coerce(name: str, hint: Any, value: Any) -> Any:
-    if isinstance(value, str) and _unwrap_optional(hint)[0] is not str:
+    if isinstance(value, str) and unwrap_optional(hint)[0] is not str:
         return parse_text(name, hint, value)
     if isinstance(value, list):
         return tuple(value)
