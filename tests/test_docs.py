@@ -105,11 +105,17 @@ def run_page(page: str, workdir: str) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def page_failures(tmp_path_factory):
-    """Every page's blocks, pages side by side (each page's in order): page -> failure."""
-    dirs = {page: str(tmp_path_factory.mktemp(os.path.basename(page)[:-3])) for page in PAGES}
+def page_failures(request, tmp_path_factory):
+    """The selected pages' blocks, pages side by side (each page's in order): page -> the
+    first failure's report, or None."""
+    pages = [
+        item.callspec.params["page"]
+        for item in request.session.items
+        if item.originalname == "test_code_blocks_run"
+    ]
+    dirs = {page: str(tmp_path_factory.mktemp(os.path.basename(page)[:-3])) for page in pages}
     with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_PAGES) as pool:
-        futures = {page: pool.submit(run_page, page, dirs[page]) for page in PAGES}
+        futures = {page: pool.submit(run_page, page, dirs[page]) for page in pages}
         return {page: future.result() for page, future in futures.items()}
 
 
