@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DEPS := setup.cfg pyproject.toml
 
-.PHONY: venv install install-test train test lint format bench clean
+.PHONY: venv install install-test train test test-long lint format bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,11 @@ lint: install-test
 	$(VENV)/bin/ruff format --check .
 
 test: lint
-	$(PY) -m pytest -n 2 --timeout=900 -q
+	$(PY) -m pytest -n 2 --timeout=900 -q -m "not long"
+
+# Tests marked long (command-line twins of faster in-process tests): not in CI's budget.
+test-long: install-test
+	$(PY) -m pytest -n 2 --timeout=900 -q -m long
 
 format: install-test
 	$(VENV)/bin/ruff format .

@@ -159,7 +159,7 @@ def _resumes_from(case, logdir, step, skipped=()):
     return final
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the command-line twin of a test_checkpoint_fallback.py case
 @pytest.mark.parametrize("text", ['model_checkpoint_path: "ckpt-6', ""], ids=["garbled", "empty"])
 def test_a_garbled_or_empty_state_file_resumes_from_the_newest_checkpoint(
     impala_run, tmp_path, text
@@ -177,7 +177,7 @@ def test_a_garbled_or_empty_state_file_resumes_from_the_newest_checkpoint(
     assert f'model_checkpoint_path: "ckpt-{_steps(logdir)[0]}"' in state
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the command-line twin of a test_checkpoint_fallback.py case
 @pytest.mark.parametrize("damage", ["truncated_data", "garbage_index"])
 def test_a_damaged_newest_checkpoint_is_moved_aside_and_the_next_one_resumes(
     impala_run, tmp_path, damage
@@ -194,7 +194,7 @@ def test_a_damaged_newest_checkpoint_is_moved_aside_and_the_next_one_resumes(
     _resumes_from(IMPALA, logdir, previous, skipped=[newest])
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the command-line twin of a test_checkpoint_fallback.py case
 def test_a_replay_archive_failing_its_checksum_falls_back_with_its_checkpoint(acer_run, tmp_path):
     logdir = _copy(acer_run, tmp_path)
     newest, previous = _steps(logdir)[:2]
@@ -209,7 +209,7 @@ def test_a_replay_archive_failing_its_checksum_falls_back_with_its_checkpoint(ac
     assert final["replay_restored"] > 0  # the previous checkpoint's archive was loaded
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the command-line twin of a test_checkpoint_fallback.py case
 def test_a_torn_last_metrics_line_is_dropped_before_appending(impala_run, tmp_path):
     logdir = _copy(impala_run, tmp_path)
     path = logdir / "metrics.jsonl"
@@ -224,7 +224,7 @@ def test_a_torn_last_metrics_line_is_dropped_before_appending(impala_run, tmp_pa
     assert rows[-1]["step"] >= MORE["impala"]
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the command-line twin of a test_checkpoint_fallback.py case
 def test_a_start_killed_before_its_step0_checkpoint_restarts(impala_run, tmp_path):
     logdir = tmp_path / "run"
     logdir.mkdir()
@@ -270,7 +270,7 @@ def test_a_logdir_with_glob_characters_trains_resumes_evaluates_and_exports(tmp_
 
 
 # ------------------------------------------------------ resume cases the chaos runs turned up
-@pytest.mark.slow
+@pytest.mark.long  # the command-line twin of a test_checkpoint_fallback.py case
 def test_a_start_killed_inside_its_step0_checkpoint_restarts(impala_run, tmp_path):
     logdir = tmp_path / "run"
     (logdir / "checkpoints").mkdir(parents=True)
@@ -286,7 +286,7 @@ def test_a_start_killed_inside_its_step0_checkpoint_restarts(impala_run, tmp_pat
     assert chaos.last_json_line(out.stdout)["step"] == IMPALA.total_steps
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the command-line twin of a test_checkpoint_fallback.py case
 def test_a_killed_state_file_write_leaves_nothing_behind(impala_run, tmp_path):
     logdir = _copy(impala_run, tmp_path)
     name = "checkpoint.tmpb8c2251b8b9e49fe8f339fb0245b7c3c"  # file_io.atomic_write_string_to_file
@@ -295,7 +295,7 @@ def test_a_killed_state_file_write_leaves_nothing_behind(impala_run, tmp_path):
     assert chaos.leftovers(str(logdir)) == []
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the command-line twin of a test_checkpoint_fallback.py case
 def test_a_resumed_run_keeps_max_to_keep_checkpoints_each_with_its_replay_archive(
     acer_run, tmp_path
 ):
