@@ -28,7 +28,13 @@ def _network():
 
 
 def _config(**kw):
-    kw = {"optimizer": "adam", "learning_rate": LR, "lr_decay": "none", **kw}
+    kw = {
+        "optimizer": "adam",
+        "learning_rate": LR,
+        "lr_decay": "none",
+        "normalize_advantages": False,
+        **kw,
+    }  # the references use raw advantages
     return ImpalaConfig(**kw)
 
 

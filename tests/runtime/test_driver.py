@@ -355,7 +355,7 @@ def test_multi_worker_checkpoints_follow_steps_without_an_eval_schedule(tmp_path
 
     chief = strategy_lib.WorkerRole("worker", 0, True)  # worker 0 of a cluster, the chief
     monkeypatch.setattr(strategy_lib, "worker_role", lambda s: chief)
-    driver = _driver("fake", tmp_path, 1000, checkpoint_every_s=3600)
+    driver = _driver("fake", tmp_path, 1000, checkpoint_every_s=3600, eval_every=0)
     saves = []
     save = driver.save
     driver.save = lambda: saves.append(driver.counters.env_steps) or save()
