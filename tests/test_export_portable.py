@@ -276,7 +276,8 @@ def test_parity_check_catches_a_different_policy(tmp_path, fmt):
     report = export_parity.check_parity(saved, artefact, ToyEnv(obs_space, act_space), steps=20)
     assert not report.passed
     assert report.failures == [
-        f"{k}/value: max abs diff {report.max_abs_diff[f'{k}/value']:.3g} > 1e-05"
+        f"{k}/value: max abs diff {report.max_abs_diff[f'{k}/value']:.3g} > "
+        "1e-05 + 1e-06 * |reference|"
         for k in ("greedy", "sample")
     ]
     assert abs(report.max_abs_diff["greedy/value"] - 1e-3) < 1e-6
@@ -296,7 +297,27 @@ def test_compare_counts_mismatches_and_nan():
     with pytest.raises(ValueError, match="candidate: no output 'sample/value'"):
         export_parity.compare(ref, {k: v for k, v in got.items() if k != "sample/value"})
     got["sample/value"] = np.full((4, 1), np.nan, np.float32)
-    assert "sample/value: max abs diff nan > 1e-05" in export_parity.compare(ref, got).failures
+    assert (
+        "sample/value: max abs diff nan > 1e-05 + 1e-06 * |reference|"
+        in export_parity.compare(ref, got).failures
+    )
+
+
+def test_compare_tolerance_grows_with_the_reference():
+    """A value of 100 two float32 spacings off (1.53e-5: a solved CartPole's value through
+    ONNX) is close; 1e-3 off is not; a logit near 0 gets no more than ``atol``."""
+    ref = {"first": np.ones((2, 1), bool),
+           "greedy/value": np.array([[100.0], [-100.0]], np.float32),
+           "greedy/logits": np.zeros((2, 1, 2), np.float32)}  # fmt: skip
+    near = {"greedy/value": ref["greedy/value"] + np.float32(1.53e-5),
+            "greedy/logits": ref["greedy/logits"] + np.float32(9e-6)}  # fmt: skip
+    assert export_parity.compare(ref, near).passed
+    far = {**near, "greedy/value": ref["greedy/value"] - np.float32(1e-3)}
+    assert export_parity.compare(ref, far).failures == [
+        "greedy/value: max abs diff 0.000999 > 1e-05 + 1e-06 * |reference|"
+    ]
+    off = {**near, "greedy/logits": ref["greedy/logits"] + np.float32(2e-5)}
+    assert [f.split(":")[0] for f in export_parity.compare(ref, off).failures] == ["greedy/logits"]
 
 
 def test_replay_teacher_forcing_feeds_the_reference_states():

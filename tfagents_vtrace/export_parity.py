@@ -15,7 +15,9 @@ time, so that is what is compared):
    dynamics amplify float rounding).
 3. :func:`compare`: greedy and sampled actions must be identical (discrete) or within
    ``atol`` (continuous); logits / loc / scale / q, value, log_prob and every state tensor
-   within ``atol`` (max abs difference, default 1e-5).
+   within ``atol + rtol * |reference|`` (numpy's ``allclose`` rule; defaults 1e-5 and 1e-6:
+   a few float32 roundings of values of any size, e.g. a CartPole value of 100 has a
+   float32 spacing of 7.6e-6).
 
 :func:`check_parity` runs the three. Runners wrap each format behind one interface:
 ``initial_state(batch_size)``, ``greedy(inputs)`` and ``sample(inputs, noise)`` on dicts of
@@ -35,6 +37,7 @@ import numpy as np
 
 INPUTS = ("observation", "first", "prev_action", "prev_reward")
 DEFAULT_ATOL = 1e-5
+DEFAULT_RTOL = 1e-6
 
 
 def _numpy(out: dict) -> dict:
@@ -309,7 +312,7 @@ class ParityReport:
       steps, episodes: the window (episodes it touched).
       max_abs_diff: per output (``greedy/value``, ``sample/state_0``, ...), over all steps.
       action_mismatches: ``{"greedy": n, "sample": n}`` steps whose actions differ (discrete:
-        not equal; continuous: more than ``atol`` apart).
+        not equal; continuous: more than the tolerance apart).
       failures: one line per failed check.
       teacher_forcing: the candidate was fed the reference's state (:func:`replay`).
     """
@@ -326,8 +329,11 @@ class ParityReport:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
 
-def compare(trajectory: dict, candidate: dict, atol: float = DEFAULT_ATOL) -> ParityReport:
-    """Compares ``candidate`` (a :func:`replay`) with the reference outputs in ``trajectory``.
+def compare(
+    trajectory: dict, candidate: dict, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL
+) -> ParityReport:
+    """Compares ``candidate`` (a :func:`replay`) with the reference outputs in ``trajectory``:
+    a float output fails where ``|candidate - reference| > atol + rtol * |reference|``.
 
     Raises:
       ValueError: the candidate lacks an output of the reference, or a shape differs.
@@ -342,16 +348,19 @@ def compare(trajectory: dict, candidate: dict, atol: float = DEFAULT_ATOL) -> Pa
             raise ValueError(f"candidate: {key} has shape {got.shape}, expected {ref.shape}")
         diff = np.abs(ref.astype(np.float64) - got.astype(np.float64))
         diffs[key] = float(diff.max()) if diff.size else 0.0
+        close = diff <= atol + rtol * np.abs(ref.astype(np.float64))  # NaN is not close
         if key.endswith("/action"):
             if np.issubdtype(ref.dtype, np.integer):
                 bad = np.any((ref != got).reshape(len(ref), -1), axis=1)
             else:
-                bad = np.any(~(diff <= atol).reshape(len(ref), -1), axis=1)  # NaN is bad
+                bad = np.any(~close.reshape(len(ref), -1), axis=1)
             mismatches[key.split("/")[0]] = int(bad.sum())
             if bad.any():
                 failures.append(f"{key}: differs at {int(bad.sum())} of {len(ref)} steps")
-        elif not diffs[key] <= atol:  # NaN fails too
-            failures.append(f"{key}: max abs diff {diffs[key]:.3g} > {atol:g}")
+        elif not close.all():
+            failures.append(
+                f"{key}: max abs diff {diffs[key]:.3g} > {atol:g} + {rtol:g} * |reference|"
+            )
     return ParityReport(
         passed=not failures,
         steps=int(len(trajectory["first"])),
@@ -370,6 +379,7 @@ def check_parity(
     steps: int = 300,
     seed: int = 0,
     atol: float = DEFAULT_ATOL,
+    rtol: float = DEFAULT_RTOL,
     max_episode_steps: int | None = None,
     teacher_forcing: bool = False,
 ) -> ParityReport:
@@ -382,7 +392,8 @@ def check_parity(
       steps: the window; episodes are cut at ``max_episode_steps`` (default ``steps // 3``)
         so that it holds resets.
       seed: seeds the environment and the noise.
-      atol: the tolerance of the float outputs (and of continuous actions).
+      atol, rtol: the tolerance of the float outputs and of continuous actions,
+        ``atol + rtol * |reference|``.
       teacher_forcing: replay from the reference's states (:func:`replay`).
     """
     if not isinstance(reference, SavedModelRunner):
@@ -390,5 +401,5 @@ def check_parity(
     if isinstance(candidate, str | os.PathLike):
         candidate = open_runner(candidate)
     trajectory = record(reference, env, steps, seed, max_episode_steps)
-    report = compare(trajectory, replay(candidate, trajectory, teacher_forcing), atol)
+    report = compare(trajectory, replay(candidate, trajectory, teacher_forcing), atol, rtol)
     return dataclasses.replace(report, teacher_forcing=teacher_forcing)
