@@ -16,7 +16,8 @@ file), never another file or non-empty directory, and a failed export keeps the 
 ``--check`` then runs the trajectory parity check of ``tfagents_vtrace.export_parity``: a
 SavedModel of the same weights acts ``--check_steps`` steps in the run's env (episodes cut
 so that resets fall inside the window), the artefact replays the same inputs and noise, and
-greedy and sampled actions must be identical and every float output within 1e-5. For a
+greedy and sampled actions must be identical and every float output within
+``1e-5 + 1e-6 * |reference|``. For a
 SavedModel the artefact is checked against the restored network in process. One JSON line
 reports the max abs differences; a failed check exits with code 1. A TAAC run's files are
 checked against a SavedModel whose ``greedy_action`` has ``epsilon_greedy=0``, as theirs
