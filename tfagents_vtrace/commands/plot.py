@@ -1,23 +1,43 @@
-"""Plot learning curves: ``tfv-plot --logdir=DIR [--logdir=DIR2] --output=PATH``.
+"""Plot learning curves: ``tfv-plot --logdir=DIR [--logdir=DIR2 ...] --output=PATH``.
 
-Reads each run directory's ``metrics.jsonl`` (DESIGN.md "Experiments contract": rows with
-``step``, ``wall_time`` and ``episode_return``; rows written by the greedy evaluation carry
+Each ``--logdir`` is a run directory (holding ``metrics.jsonl``), a parent directory (every
+run directory below it), or a glob (``'runs/cartpole/seed_*'``, quoted). Runs whose
+``config.json`` is the same apart from the seed form one group, drawn as one curve: the
+runs are interpolated onto a common grid of steps (or seconds) and reduced to their median
+(``--aggregate=mean``: mean) with a shaded band (``--spread``: interquartile range, min-max
+or +-1 standard deviation), after a trailing moving average over ``--smooth`` logged rows of
+each run (:mod:`tfagents_vtrace.plotting`). A run counts only between its first and last
+row; the line is thinner where fewer than all of a group's runs cover it. ``--label=NAME``
+(one per ``--logdir``) names the curves instead, and groups runs by label: every run
+found under one ``--logdir`` goes into its label's curve.
+
+Reads ``metrics.jsonl`` (DESIGN.md "Experiments contract": rows with ``step``,
+``wall_time`` and ``episode_return``; rows written by the greedy evaluation carry
 ``eval_return``) and writes one PNG with two panels, return against environment steps and
-against wall-clock seconds since process start, every run overlaid in its own colour: the
-training return as a line, the greedy evaluations as larger markers. The curves are those
-of Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561 (Figures 4-6: return
-against frames and against wall time). A missing or unreadable ``metrics.jsonl`` ends with
-one line on stderr naming ``--logdir`` and exit code 2 (``commands.cli``).
+against wall-clock seconds since process start: the training return as a solid line, the
+greedy evaluations as a dashed line with markers. The curves are those of Espeholt et al.,
+"IMPALA", 2018, https://arxiv.org/abs/1802.01561 (Figures 4-6: return against frames and
+against wall time). The numbers behind every curve go to a CSV beside the PNG (``--csv``):
+one row per curve point, ``group, metric, x_axis, x``, the aggregate, the band's low and
+high, ``runs`` (the runs covering that x) and ``group_runs``.
 
 ``--what=time`` draws where the wall time went instead: for each run (one row of panels)
 the ``time_*`` fractions of its metrics rows against environment steps, stacked, in two
 panels: the learner thread (``learner``, ``publish``, ``eval``, ``wait``) and the actors
-(``env``, ``inference``, ``weights``; an inline actor's shares are of the learner thread's
-time, so both stacks then add up to at most 1).
+(``env``, ``inference``, ``weights``). Each panel's stack sums to exactly 1 at every row:
+an ``other`` share fills what the parts leave (an inline actor's own parts, for one, are
+shares of the learner thread's time and missing from its panel), and parts measured above
+1 in total are scaled down to sum to 1 (:func:`tfagents_vtrace.plotting.normalise_shares`).
+Its CSV holds the drawn shares and each panel's raw sum.
+
+Bad flag values (a ``--logdir`` without ``metrics.jsonl``, a negative ``--smooth``, an
+unknown ``--aggregate``) end with one line on stderr naming the flag and exit code 2
+(``commands.cli``).
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -25,7 +45,14 @@ import sys
 
 from absl import flags
 
-from tfagents_vtrace.commands.cli import flag_error_from, reports_flag_errors, run
+from tfagents_vtrace import plotting
+from tfagents_vtrace.commands.cli import (
+    FlagError,
+    check_int,
+    flag_error_from,
+    reports_flag_errors,
+    run,
+)
 
 FLAGS = flags.FLAGS
 
@@ -48,6 +75,11 @@ TIME_PANELS = {
 }
 """The ``time_<part>`` fields stacked in each panel of ``--what=time``."""
 TIME_PARTS = tuple(part for parts in TIME_PANELS.values() for part in parts)
+METRICS = {"train": "episode_return", "eval": "eval_return"}
+"""The metrics.jsonl field of each curve of ``--what=returns``."""
+X_AXES = {"step": "environment steps", "wall_time": "wall time since process start (s)"}
+"""The x axes of ``--what=returns`` (metrics.jsonl field: axis label, with its unit)."""
+_GLOB = set("*?[")
 
 
 def _metrics_path(logdir: str) -> str:
@@ -56,6 +88,94 @@ def _metrics_path(logdir: str) -> str:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{logdir}: no metrics.jsonl at {path}")
     return path
+
+
+def find_runs(logdir: str) -> list[str]:
+    """The run directories ``logdir`` names: itself when it holds ``metrics.jsonl``, else
+    every directory below it that does (sorted, not looking inside a run); a glob: those of
+    every match.
+
+    Raises:
+      FileNotFoundError: no run directory there (the message names ``logdir/metrics.jsonl``),
+        or a glob matching nothing.
+    """
+    if _GLOB & set(logdir) and not os.path.exists(logdir):
+        matches = sorted(glob.glob(logdir))
+        if not matches:
+            raise FileNotFoundError(f"{logdir}: the pattern matches no directory")
+        runs = [r for match in matches if os.path.isdir(match) for r in _runs_below(match)]
+        if not runs:
+            raise FileNotFoundError(f"{logdir}: no metrics.jsonl in the directories it matches")
+        return runs
+    runs = _runs_below(logdir)
+    if not runs:
+        _metrics_path(logdir)  # raises, naming the file expected
+    return runs
+
+
+def _runs_below(directory: str) -> list[str]:
+    if os.path.isfile(os.path.join(directory, "metrics.jsonl")):
+        return [directory]
+    runs = []
+    for parent, subdirs, files in os.walk(directory):
+        if "metrics.jsonl" in files and parent != directory:
+            runs.append(parent)
+            subdirs.clear()  # a run's own subdirectories are not runs
+        subdirs.sort()
+    return sorted(runs)
+
+
+def _config_key(run_dir: str) -> str:
+    """What the runs of one group share: ``config.json`` without the seed (and without the
+    fields a resume may change); a run without a readable config is a group of its own."""
+    try:
+        with open(os.path.join(run_dir, "config.json")) as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        config = None
+    if not isinstance(config, dict):
+        return "run:" + os.path.realpath(run_dir)
+    config = {key: value for key, value in config.items() if key != "resume_fixed"}
+    if isinstance(config.get("run_config"), dict):
+        config["run_config"] = {k: v for k, v in config["run_config"].items() if k != "seed"}
+    return "config:" + json.dumps(config, sort_keys=True)
+
+
+def group_runs(logdirs: list[str], labels: list[str] | None = None) -> list[tuple[str, list[str]]]:
+    """``[(label, run directories), ...]``, one entry per curve, in the order first seen.
+
+    Without ``labels``, runs with the same config apart from the seed form a group, named
+    after the directory holding them all (a single run: its directory's name). With
+    ``labels`` (one per entry of ``logdirs``), the runs of every ``logdirs`` entry given
+    the same label form one group. A run found twice is counted once.
+
+    Raises:
+      FileNotFoundError: as :func:`find_runs`.
+      ValueError: ``labels`` is not one per ``logdirs`` entry.
+    """
+    if labels and len(labels) != len(logdirs):
+        raise ValueError(f"expected one per --logdir ({len(logdirs)}), received {len(labels)}")
+    groups: dict[str, list[str]] = {}
+    seen = set()
+    for i, logdir in enumerate(logdirs):
+        for run_dir in find_runs(logdir):
+            if os.path.realpath(run_dir) in seen:
+                continue
+            seen.add(os.path.realpath(run_dir))
+            key = "label:" + labels[i] if labels else _config_key(run_dir)
+            groups.setdefault(key, []).append(run_dir)
+    if labels:
+        return [(key[len("label:") :], runs) for key, runs in groups.items()]
+    places = [
+        os.path.commonpath([os.path.abspath(r) for r in runs]) if len(runs) > 1 else runs[0]
+        for runs in groups.values()
+    ]
+    names = _labels(places)
+    for name in {n for n in names if names.count(n) > 1}:  # same place, other configs
+        for i in [i for i, n in enumerate(names) if n == name]:
+            runs = list(groups.values())[i]
+            names[i] = f"{name} [{', '.join(os.path.basename(os.path.normpath(r)) for r in runs)}]"
+    return list(zip(names, groups.values()))
 
 
 def _rows(path: str):
@@ -90,7 +210,7 @@ def load_metrics(logdir: str) -> dict[str, list[tuple[float, float, float]]]:
         step, wall = _number(row, "step"), _number(row, "wall_time")
         if step is None or wall is None:
             continue
-        for kind, key in (("train", "episode_return"), ("eval", "eval_return")):
+        for kind, key in METRICS.items():
             value = _number(row, key)
             if value is not None:
                 at = step  # a background evaluation: the step of the weights it evaluated
@@ -135,78 +255,208 @@ def _labels(logdirs: list[str]) -> list[str]:
     return [os.path.join(*os.path.normpath(d).split(os.sep)[-2:]) for d in logdirs]
 
 
-def plot_runs(logdirs: list[str], output: str, title: str | None = None) -> str:
-    """Writes the two-panel PNG of ``logdirs``' curves to ``output``; returns ``output``."""
+def aggregate_returns(
+    runs: list[dict[str, list[tuple[float, float, float]]]],
+    aggregate: str = "median",
+    spread: str = "iqr",
+    smooth: int = 0,
+) -> dict[tuple[str, str], dict]:
+    """The curves of one group: ``{(kind, x_axis): plotting.aggregate(...)}`` for ``kind``
+    in ``train`` / ``eval`` and ``x_axis`` in ``step`` / ``wall_time`` (a kind no run
+    logged is left out); each run's returns are smoothed over ``smooth`` rows first."""
+    curves = {}
+    for kind in METRICS:
+        for column, axis in enumerate(X_AXES):
+            per_run = [
+                ([r[column] for r in run[kind]], plotting.smooth([r[2] for r in run[kind]], smooth))
+                for run in runs
+            ]
+            curve = plotting.aggregate(per_run, aggregate, spread)
+            if curve is not None:
+                curves[(kind, axis)] = curve
+    return curves
+
+
+def returns_csv_header(aggregate: str, spread: str) -> list[str]:
+    """The columns of ``--what=returns``' CSV."""
+    return [
+        "group",
+        "metric",
+        "x_axis",
+        "x",
+        aggregate,
+        f"{spread}_low",
+        f"{spread}_high",
+        "runs",
+        "group_runs",
+    ]
+
+
+def plot_runs(
+    logdirs: list[str],
+    output: str,
+    title: str | None = None,
+    *,
+    labels: list[str] | None = None,
+    aggregate: str = "median",
+    spread: str = "iqr",
+    smooth: int = 0,
+    csv: str | None = None,
+) -> str:
+    """Writes the two-panel PNG of ``logdirs``' curves to ``output`` (module docstring) and
+    their numbers to ``csv`` (None: beside ``output``, :func:`plotting.csv_path`; ``""``:
+    none); returns ``output``."""
+    groups = group_runs(logdirs, labels)  # fail before drawing anything
+    data = []
+    for label, runs in groups:
+        metrics = [load_metrics(run_dir) for run_dir in runs]
+        data.append((label, len(runs), aggregate_returns(metrics, aggregate, spread, smooth)))
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
-    runs = [load_metrics(d) for d in logdirs]  # fail before drawing anything
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    handles = []
-    for i, (label, curves) in enumerate(zip(_labels(logdirs), runs)):
+    handles, partial, rows = [], False, []
+    for i, (label, n_runs, curves) in enumerate(data):
         color = colors[i % len(colors)]
-        n_eval = len(curves["eval"])
-        ms = 6 if n_eval <= 25 else 3.5  # many evaluations: smaller markers
-        for ax, x in zip(axes, (0, 1)):
-            if curves["train"]:
-                xs = [r[x] for r in curves["train"]]
-                ax.plot(xs, [r[2] for r in curves["train"]], color=color, lw=1.6)
-            if curves["eval"]:
-                xs = [r[x] for r in curves["eval"]]
-                ys = [r[2] for r in curves["eval"]]
-                ax.plot(xs, ys, color=color, ls=":", lw=0.8, alpha=0.7)
-                ax.plot(xs, ys, ls="", marker="D", ms=ms, color=color, mec="black", mew=0.5)
-        handles.append(Line2D([], [], color=color, lw=1.6, label=label))
+        for (kind, axis), curve in curves.items():
+            ax = axes[list(X_AXES).index(axis)]
+            partial |= _draw_curve(ax, curve, n_runs, color, kind)
+            columns = zip(*(curve[key] for key in ("x", "value", "low", "high", "runs")))
+            rows += [(label, METRICS[kind], axis, *cells, n_runs) for cells in columns]
+        runs_text = f"{n_runs} run{'s' if n_runs > 1 else ''}"
+        handles.append(Line2D([], [], color=color, lw=2, label=f"{label} ({runs_text})"))
+    handles.append(Line2D([], [], color="black", lw=2, label="training return"))
     handles.append(
-        Line2D([], [], ls="", marker="D", color="white", mec="black", label="greedy evaluation")
+        Line2D(
+            [], [], color="black", ls="--", marker="D", ms=5, mfc="white", label="greedy evaluation"
+        )
     )
+    if max(n for _, n, _ in data) > 1:
+        handles.append(Line2D([], [], color="grey", lw=2, label=f"line: {aggregate} over runs"))
+        handles.append(
+            Patch(color="grey", alpha=0.3, label=f"band: {plotting.SPREAD_NAMES[spread]}")
+        )
+    if partial:
+        handles.append(Line2D([], [], color="grey", lw=0.9, label="thin: not all runs cover it"))
+    if smooth > 1:
+        handles.append(Line2D([], [], ls="", label=f"smoothed over {smooth} logged rows"))
     fig.legend(
-        handles=handles, loc="lower center", ncol=min(len(handles), 5), fontsize=8, frameon=False
+        handles=handles, loc="lower center", ncol=min(len(handles), 4), fontsize=8, frameon=False
     )
-    axes[0].set_xlabel("environment steps")
-    axes[1].set_xlabel("wall time since process start (s)")
-    axes[0].set_ylabel("episode return")
-    axes[0].set_title("return vs steps")
-    axes[1].set_title("return vs wall time")
-    for ax in axes:
+    for ax, axis_label in zip(axes, X_AXES.values()):
+        ax.set_xlabel(axis_label)
+        ax.set_title(f"return vs {axis_label.split(' (')[0]}")
         ax.grid(alpha=0.3)
+    axes[0].set_ylabel("episode return (undiscounted sum of rewards)")
     if title:
         fig.suptitle(title)
-    rows = -(-len(handles) // 5)
-    fig.tight_layout(rect=(0, 0.05 * rows + 0.02, 1, 1))
+    legend_rows = -(-len(handles) // 4)
+    fig.tight_layout(rect=(0, 0.045 * legend_rows + 0.03, 1, 1))
+    if csv is None:
+        csv = plotting.csv_path(output)
+    if csv:
+        plotting.write_csv(csv, returns_csv_header(aggregate, spread), rows)
     return _save(fig, output)
 
 
-def plot_time(logdirs: list[str], output: str, title: str | None = None) -> str:
-    """Writes the stacked time fractions of ``logdirs`` (see module docstring) to
-    ``output``; returns ``output``."""
+def _draw_curve(ax, curve: dict, n_runs: int, color, kind: str) -> bool:
+    """Draws one aggregated curve on ``ax``: the band, a thin line through every point and
+    a full one where all ``n_runs`` runs count. Returns whether some point has fewer."""
+    import numpy as np
+
+    x, value, full = curve["x"], curve["value"], curve["runs"] == n_runs
+    dashes = "--" if kind == "eval" else "-"
+    if n_runs > 1:
+        ax.fill_between(
+            x,
+            curve["low"],
+            curve["high"],
+            color=color,
+            alpha=0.15 if kind == "eval" else 0.25,
+            lw=0,
+        )
+    ax.plot(x, value, color=color, ls=dashes, lw=0.9, alpha=0.8)
+    ax.plot(x, np.where(full, value, np.nan), color=color, ls=dashes, lw=2)
+    if kind == "eval":
+        ms = 5 if len(x) <= 40 else 3
+        for where, size in ((full, ms), (~full, ms * 0.6)):
+            ax.plot(
+                x[where], value[where], ls="", marker="D", ms=size, color=color, mfc="white", mew=1
+            )
+    return not full.all()
+
+
+def time_shares(series: dict[str, list[float]], smooth: int = 0) -> dict[str, dict]:
+    """``{panel: plotting.normalise_shares(...)}`` of one run's time fractions (each part
+    smoothed over ``smooth`` rows first)."""
+    return {
+        panel: plotting.normalise_shares(
+            {part: plotting.smooth(series[part], smooth) for part in parts}
+        )
+        for panel, parts in TIME_PANELS.items()
+    }
+
+
+def time_csv_header() -> list[str]:
+    """The columns of ``--what=time``'s CSV: each panel's shares, other and raw sum."""
+    header = ["run", "step"]
+    for panel, parts in TIME_PANELS.items():
+        tag = panel.replace(" ", "_")
+        header += [*parts, f"other_{tag}", f"raw_sum_{tag}"]
+    return header
+
+
+def plot_time(
+    logdirs: list[str],
+    output: str,
+    title: str | None = None,
+    *,
+    smooth: int = 0,
+    csv: str | None = None,
+) -> str:
+    """Writes the stacked time shares of every run of ``logdirs`` (module docstring) to
+    ``output`` and their numbers to ``csv`` (as :func:`plot_runs`); returns ``output``."""
+    run_dirs = [r for logdir in logdirs for r in find_runs(logdir)]
+    runs = [load_time_fractions(d) for d in run_dirs]  # fail before drawing anything
+    shares = [time_shares(series, smooth) for series in runs]
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [load_time_fractions(d) for d in logdirs]  # fail before drawing anything
     fig, axes = plt.subplots(
         len(runs), 2, figsize=(12, 3.2 * len(runs) + 0.6), sharex="row", squeeze=False
     )
-    colors = dict(zip(TIME_PARTS, plt.get_cmap("tab10").colors))
-    for row, (label, series) in zip(axes, zip(_labels(logdirs), runs)):
+    colors = dict(zip((*TIME_PARTS, "other"), plt.get_cmap("tab10").colors))
+    colors["other"] = "lightgrey"
+    units = {"learner thread": "the learner thread's", "actors": "the actors'"}
+    rows = []
+    for row, label, series, panels in zip(axes, _labels(run_dirs), runs, shares):
         for ax, (panel, parts) in zip(row, TIME_PANELS.items()):
+            stacked = (*parts, "other")
             ax.stackplot(
                 series["step"],
-                *(series[part] for part in parts),
-                labels=parts,
-                colors=[colors[part] for part in parts],
+                *(panels[panel][part] for part in stacked),
+                labels=(*parts, "other (not measured)"),
+                colors=[colors[part] for part in stacked],
                 alpha=0.85,
             )
             ax.set_ylim(0, 1)
+            if len(series["step"]) > 1:
+                ax.set_xlim(series["step"][0], series["step"][-1])
             ax.set_title(f"{label}: {panel}")
-            ax.set_ylabel("share of wall time")
+            ax.set_ylabel(f"share of {units[panel]}\nwall time")
             ax.grid(alpha=0.3)
+        for i, step in enumerate(series["step"]):
+            cells = [label, step]
+            for panel, parts in TIME_PANELS.items():
+                cells += [panels[panel][key][i] for key in (*parts, "other", "raw_sum")]
+            rows.append(cells)
     for ax in axes[-1]:
         ax.set_xlabel("environment steps")
     for ax in axes[0]:
@@ -214,6 +464,10 @@ def plot_time(logdirs: list[str], output: str, title: str | None = None) -> str:
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    if csv is None:
+        csv = plotting.csv_path(output)
+    if csv:
+        plotting.write_csv(csv, time_csv_header(), rows)
     return _save(fig, output)
 
 
@@ -229,15 +483,51 @@ def _save(fig, output: str) -> str:
 
 def define_flags() -> None:
     """Declares the flags of this entry point."""
-    flags.DEFINE_multi_string("logdir", None, "Run directory holding metrics.jsonl (repeatable).")
+    flags.DEFINE_multi_string(
+        "logdir",
+        None,
+        "Run directory holding metrics.jsonl, a directory of runs, or a quoted glob (repeatable).",
+    )
     flags.DEFINE_string("output", "curves.png", "Output PNG path.")
+    flags.DEFINE_string(
+        "csv",
+        None,
+        "Where the numbers behind the figure go (default: beside --output, with .csv; "
+        "--csv= writes none).",
+    )
     flags.DEFINE_string("title", None, "Optional figure title.")
     flags.DEFINE_enum(
         "what",
         "returns",
         ["returns", "time"],
         "returns: return vs steps and wall time; time: where the wall time went (stacked "
-        "time_* fractions per run).",
+        "time_* shares per run, summing to 1).",
+    )
+    flags.DEFINE_enum(
+        "aggregate",
+        "median",
+        list(plotting.AGGREGATES),
+        "The line drawn for a group of runs (seeds).",
+    )
+    flags.DEFINE_enum(
+        "spread",
+        "iqr",
+        list(plotting.SPREADS),
+        "The band around a group's line: interquartile range, min-max, or the line +-1 "
+        "standard deviation.",
+    )
+    flags.DEFINE_integer(
+        "smooth",
+        0,
+        "Trailing moving average over this many logged rows of each run, before "
+        "aggregating (0 or 1: none).",
+    )
+    flags.DEFINE_multi_string(
+        "label",
+        None,
+        "Curve name for the runs of the --logdir in the same position (one per --logdir; "
+        "runs given the same label form one curve). Default: runs with the same config "
+        "apart from the seed form a curve.",
     )
     flags.mark_flag_as_required("logdir")
 
@@ -245,15 +535,36 @@ def define_flags() -> None:
 @reports_flag_errors
 def main(argv: list[str]) -> None:
     del argv
-    load, draw = {
-        "returns": (load_metrics, plot_runs),
-        "time": (load_time_fractions, plot_time),
-    }[FLAGS.what]
+    check_int("smooth", FLAGS.smooth, 0)
+    labels = FLAGS.label
+    if labels and len(labels) != len(FLAGS.logdir):
+        n, m = len(FLAGS.logdir), len(labels)
+        raise FlagError("label", f"expected one per --logdir ({n}), received {m}")
+    load = {"returns": load_metrics, "time": load_time_fractions}[FLAGS.what]
     with flag_error_from("logdir", FileNotFoundError, ValueError):
-        for logdir in FLAGS.logdir:  # one line naming --logdir, before matplotlib loads
-            load(logdir)
-    path = draw(FLAGS.logdir, FLAGS.output, FLAGS.title)
-    print(json.dumps({"output": path, "runs": len(FLAGS.logdir)}))
+        groups = group_runs(FLAGS.logdir, labels)
+        for _, runs in groups:  # one line naming --logdir, before matplotlib loads
+            for run_dir in runs:
+                load(run_dir)
+    if FLAGS.what == "returns":
+        path = plot_runs(
+            FLAGS.logdir,
+            FLAGS.output,
+            FLAGS.title,
+            labels=labels,
+            aggregate=FLAGS.aggregate,
+            spread=FLAGS.spread,
+            smooth=FLAGS.smooth,
+            csv=FLAGS.csv,
+        )
+    else:
+        path = plot_time(
+            FLAGS.logdir, FLAGS.output, FLAGS.title, smooth=FLAGS.smooth, csv=FLAGS.csv
+        )
+    csv = plotting.csv_path(path) if FLAGS.csv is None else FLAGS.csv or None
+    runs = sum(len(r) for _, r in groups)
+    curves = len(groups) if FLAGS.what == "returns" else runs  # time: one row of panels a run
+    print(json.dumps({"output": path, "csv": csv, "runs": runs, "curves": curves}))
 
 
 def entry_point() -> None:
