@@ -81,7 +81,9 @@ def aggregate(
 
     Returns:
       ``{"x", "value", "low", "high", "runs"}`` (arrays over the grid; ``runs``: how many
-      runs cover each x), or None when no run has a row.
+      runs cover each x) and ``joined`` (one less: whether some run covers the stretch
+      from each x to the next; where none does, a line drawn through would be made up),
+      or None when no run has a row.
     """
     if how not in AGGREGATES:
         raise ValueError(f"expected an aggregate in {AGGREGATES}, received {how!r}")
@@ -101,8 +103,16 @@ def aggregate(
     else:
         std = np.nanstd(table, axis=0)
         low, high = value - std, value + std
-    counted = np.sum(~np.isnan(table), axis=0)
-    return {"x": grid, "value": value, "low": low, "high": high, "runs": counted}
+    covered = ~np.isnan(table)
+    joined = np.any(covered[:, :-1] & covered[:, 1:], axis=0)
+    return {
+        "x": grid,
+        "value": value,
+        "low": low,
+        "high": high,
+        "runs": covered.sum(axis=0),
+        "joined": joined,
+    }
 
 
 def normalise_shares(parts: Mapping[str, Sequence[float]]) -> dict[str, np.ndarray]:

@@ -227,6 +227,10 @@ def test_runs_of_different_lengths_are_not_extrapolated():
     np.testing.assert_allclose(curve["low"], [min(at[x]) for x in grid])
     assert curve["value"][-1] == 40.0 and curve["high"][-1] == 40.0  # only run a at 400
     np.testing.assert_allclose(at[100], [10.0, 5.0, 100.0 - 50 / 200 * 100.0])
+    assert curve["joined"].all()  # run a spans every stretch
+    apart = plotting.aggregate([([0, 100], [1.0, 2.0]), ([200, 300], [3.0, 4.0])])
+    assert apart["joined"].tolist() == [True, False, True]  # no run between 100 and 200
+    assert apart["runs"].tolist() == [1, 1, 1, 1]
 
 
 def test_smoothing_is_a_trailing_moving_average(tmp_path):

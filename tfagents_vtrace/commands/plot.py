@@ -366,27 +366,34 @@ def plot_runs(
 
 def _draw_curve(ax, curve: dict, n_runs: int, color, kind: str) -> bool:
     """Draws one aggregated curve on ``ax``: the band, a thin line through every point and
-    a full one where all ``n_runs`` runs count. Returns whether some point has fewer."""
+    a full one where all ``n_runs`` runs count, both broken where no run covers the stretch
+    between two points. Returns whether some point has fewer than ``n_runs`` runs."""
     import numpy as np
 
-    x, value, full = curve["x"], curve["value"], curve["runs"] == n_runs
+    full = curve["runs"] == n_runs
+    # A gap no run covers (one run ended before the next began) is left blank.
+    gaps = np.flatnonzero(~curve["joined"]) + 1
+    x = np.insert(curve["x"], gaps, (curve["x"][gaps - 1] + curve["x"][gaps]) / 2)
+    value, low, high = (np.insert(curve[k], gaps, np.nan) for k in ("value", "low", "high"))
+    full_value = np.where(np.insert(full, gaps, False), value, np.nan)
     dashes = "--" if kind == "eval" else "-"
     if n_runs > 1:
-        ax.fill_between(
-            x,
-            curve["low"],
-            curve["high"],
-            color=color,
-            alpha=0.15 if kind == "eval" else 0.25,
-            lw=0,
-        )
+        alpha = 0.15 if kind == "eval" else 0.25
+        ax.fill_between(x, low, high, color=color, alpha=alpha, lw=0)
     ax.plot(x, value, color=color, ls=dashes, lw=0.9, alpha=0.8)
-    ax.plot(x, np.where(full, value, np.nan), color=color, ls=dashes, lw=2)
+    ax.plot(x, full_value, color=color, ls=dashes, lw=2)
     if kind == "eval":
-        ms = 5 if len(x) <= 40 else 3
+        ms = 5 if len(curve["x"]) <= 40 else 3
         for where, size in ((full, ms), (~full, ms * 0.6)):
             ax.plot(
-                x[where], value[where], ls="", marker="D", ms=size, color=color, mfc="white", mew=1
+                curve["x"][where],
+                curve["value"][where],
+                ls="",
+                marker="D",
+                ms=size,
+                color=color,
+                mfc="white",
+                mew=1,
             )
     return not full.all()
 
