@@ -48,19 +48,25 @@ def make_configs(
     """The typed configs (:class:`~tfagents_vtrace.runtime.settings.RunConfigs`) of a run:
     ``flagfile``'s settings (a path or a shipped config's name), then ``settings`` over them;
     ``agent`` and ``env`` default to the flagfile's, else ``"impala"`` on ``"CartPole-v1"``.
+    A setting's deprecated name (``entropy_start``) is read as its name now, with a warning.
     The environment's spaces are checked against the agent's before anything is built.
 
     Raises:
       ValueError: naming the setting, the agent or the space that is refused.
     """
     from tfagents_vtrace.envs.user_envs import resolve_env
-    from tfagents_vtrace.runtime.settings import build_configs, check_spaces, read_flagfile
+    from tfagents_vtrace.runtime.settings import (
+        build_configs,
+        check_spaces,
+        read_flagfile,
+        rename_deprecated,
+    )
 
     values: dict[str, Any] = dict(read_flagfile(config_path(flagfile))) if flagfile else {}
     agent = agent or values.pop("agent", None) or "impala"
     values.pop("agent", None)
     env = env if env is not None else values.get("env", "CartPole-v1")
-    values.update(settings)
+    values.update(rename_deprecated(settings))  # the keywords override the flagfile
     values["env"] = resolve_env(env)
     configs = build_configs(agent, values)
     check_spaces(agent, configs.run_config)

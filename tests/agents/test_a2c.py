@@ -57,7 +57,7 @@ def _numpy_loss(batch, values, logits, lam, baseline_cost, beta):
 
 @pytest.mark.parametrize("field,value", [
     ("discount", 0.0), ("gae_lambda", 1.5), ("learning_rate", -1.0), ("optimizer", "sgd"),
-    ("entropy_start", -0.1), ("entropy_end", float("nan")), ("max_grad_norm", -1.0),
+    ("entropy_cost", -0.1), ("entropy_cost_end", float("nan")), ("max_grad_norm", -1.0),
     ("reward_clipping", "abs_two"), ("rmsprop_decay", 1.0), ("max_nonfinite_updates", 0),
 ])  # fmt: skip
 def test_bad_config_value_names_the_field(field, value):
@@ -170,7 +170,8 @@ def test_entropy_coefficient_anneals_linearly_and_hits_end():
     coef = lambda s, n: float(entropy_coefficient(s, n, 1.0, 0.0))
     assert coef(0, 10) == 1.0 and coef(5, 10) == pytest.approx(0.5) and coef(10, 10) == 0.0
     assert coef(25, 10) == 0.0 and coef(3, None) == 1.0  # clamps; no horizon: constant start
-    learner = A2CLearner(A2CConfig(entropy_start=0.5, entropy_end=0.1), _network, total_updates=3)
+    config = A2CConfig(entropy_cost=0.5, entropy_cost_end=0.1)
+    learner = A2CLearner(config, _network, total_updates=3)
     batch = _batch(np.random.default_rng(1))
     seen = [learner.train_step(batch)["entropy_coef"] for _ in range(4)]
     np.testing.assert_allclose(seen, [0.5, 0.3, 0.1, 0.1], rtol=1e-6)
@@ -213,7 +214,7 @@ def test_registered_a2c_trains_on_policy_through_the_runtime(tmp_path):
         env_id="CartPole-v1", total_steps=400, num_envs=4, unroll_length=5, num_actors=0,
         eval_episodes=2, export_policy=False, log_every_s=0.01,
     )  # fmt: skip
-    config = A2CConfig(entropy_start=0.02, entropy_end=0.0)
+    config = A2CConfig(entropy_cost=0.02, entropy_cost_end=0.0)
     final = train(run, agent, config, NetworkConfig(hidden_sizes=(16,)), str(tmp_path))
     assert final["final"] and final["step"] == 400 and final["updates"] == 20
     rows = [json.loads(line) for line in open(os.path.join(tmp_path, "metrics.jsonl"))]

@@ -117,7 +117,7 @@ def test_workers_interleave_and_global_step_is_the_sum_of_worker_steps(tmp_path)
         env_id="CartPole-v1", total_steps=1200, num_envs=2, eval_episodes=2,
         export_policy=False, log_every_s=0.05,
     )  # fmt: skip
-    config = A3CConfig(num_workers=3, t_max=5, entropy_start=0.05, entropy_end=0.0)
+    config = A3CConfig(num_workers=3, t_max=5, entropy_cost=0.05, entropy_cost_end=0.0)
     trainer = a3c_driver(
         run, config, NetworkConfig(hidden_sizes=(16,)), str(tmp_path), record_order=True
     )

@@ -8,14 +8,16 @@ typed configs of the library (validation happens in the dataclasses' ``__post_in
 
 ``expand_config(argv)`` turns ``--config=NAME`` (a shipped config, package data under
 ``tfagents_vtrace/configs``) into ``--flagfile=PATH`` before anything reads the command line,
-and ``help_text(agent)`` is ``tfv-train --help``: the flags that matter first, then the run's,
-the network's and the chosen agent's own (the other agents' flags are left to ``--helpfull``).
+``rename_deprecated_flags(argv)`` renames the flags' deprecated names, and ``help_text(agent)``
+is ``tfv-train --help``: the flags that matter first, then the run's, the network's and the
+chosen agent's own (the other agents' flags are left to ``--helpfull``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -88,6 +90,73 @@ def expand_config(argv: Sequence[str]) -> tuple[list[str], str | None]:
         except ValueError:
             out.append(f"--config={name}")
             error = error or f"--config: {_no_config(name)}"
+    return out, error
+
+
+_FLAG_TOKEN = re.compile(r"^(-{1,2})(\w+)(=.*)?$", re.S)
+
+
+def _flag_name(arg: str) -> str | None:
+    match = _FLAG_TOKEN.match(arg)
+    return match.group(2) if match else None
+
+
+def _renamed(arg: str) -> str:
+    from tfagents_vtrace.runtime.settings import DEPRECATED_NAMES
+
+    match = _FLAG_TOKEN.match(arg)
+    if not match or match.group(2) not in DEPRECATED_NAMES:
+        return arg
+    return match.group(1) + DEPRECATED_NAMES[match.group(2)] + (match.group(3) or "")
+
+
+def rename_deprecated_flags(argv: Sequence[str]) -> tuple[list[str], str | None]:
+    """``argv`` with each deprecated flag name (``runtime.settings.DEPRECATED_NAMES``) of
+    ``argv[1:]`` before a ``--`` replaced, at its place, by its name now, with one warning
+    line per name; a flagfile that holds one is read in place (as absl reads it), renamed.
+
+    Returns:
+      ``(argv, error)``: ``error`` is the one-line message (``--OLD: ...``) of an old name
+      given beside its new one in one source (the command line, or one flagfile); else None.
+      Across sources the later wins, as for any flag.
+    """
+    from tfagents_vtrace.runtime.settings import DEPRECATED_NAMES, check_deprecated
+
+    out, own, error = list(argv[:1]), [], None
+    args = list(argv[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out += args[i:]
+            break
+        path, taken = None, [arg]
+        if arg in ("--flagfile", "-flagfile") and i + 1 < len(args):
+            path, taken = args[i + 1], args[i : i + 2]
+        elif arg.startswith(("--flagfile=", "-flagfile=")):
+            path = arg.partition("=")[2]
+        i += len(taken)
+        if path is None:
+            own += [name for name in [_flag_name(arg)] if name]
+            out.append(_renamed(arg))
+            continue
+        try:
+            lines = flags.FlagValues().read_flags_from_files([f"--flagfile={path}"], False)
+        except flags.Error:  # absl's own parse reports it
+            lines = []
+        names = [name for name in map(_flag_name, lines) if name]
+        if not DEPRECATED_NAMES.keys() & set(names):
+            out += taken
+            continue
+        try:
+            check_deprecated(names, "--", f" (in {path})")
+        except ValueError as e:
+            error = error or f"--{e}"
+        out += [_renamed(line) for line in lines]
+    try:
+        check_deprecated(own, "--")
+    except ValueError as e:
+        error = error or f"--{e}"
     return out, error
 
 

@@ -52,9 +52,11 @@ def _import_tensorflow() -> None:
                 del sys.modules[name]
 
 
-# --config=NAME becomes --flagfile=PATH before the agent is read from the flagfiles; a name
-# that is no config is reported by entry_point().
+# --config=NAME becomes --flagfile=PATH before the agent is read from the flagfiles, and
+# deprecated flag names their names now; a name that is no config, or an old name given
+# beside its new one, is reported by entry_point().
 _ARGV, _CONFIG_ERROR = common.expand_config(sys.argv)
+_ARGV, _RENAME_ERROR = common.rename_deprecated_flags(_ARGV)
 sys.argv[:] = _ARGV
 _import_tensorflow()  # the config classes behind the flags import it
 # Flag defaults are the chosen agent's (``--agent=a2c --help`` shows A2C's).
@@ -117,8 +119,8 @@ def main(argv) -> None:
 
 def entry_point() -> None:
     """The ``tfv-train`` command (``python -m experiments.train`` in a clone)."""
-    if _CONFIG_ERROR:
-        cli.fail(_CONFIG_ERROR)
+    if _CONFIG_ERROR or _RENAME_ERROR:
+        cli.fail(_CONFIG_ERROR or _RENAME_ERROR)
     logging.set_verbosity(logging.WARNING)
     cli.run(
         main,

@@ -100,7 +100,8 @@ def write_run_config(logdir: str, agent_name: str, run, agent_config, network_co
 
 
 def read_config(logdir: str) -> dict:
-    """Reads ``DIR/config.json``.
+    """Reads ``DIR/config.json``, with the names of an older run's fields as they are now
+    (:func:`upgrade_config`).
 
     Raises:
       ValueError: naming ``logdir``, when there is none or it is not a JSON object.
@@ -115,6 +116,22 @@ def read_config(logdir: str) -> dict:
         raise ValueError(f"logdir: {path!r} is not valid JSON ({e})") from None
     if not isinstance(config, dict):
         raise ValueError(f"logdir: {path!r} is not a JSON object")
+    return upgrade_config(config, path)
+
+
+def upgrade_config(config: dict, path: str = "config.json") -> dict:
+    """``config`` (a run's ``config.json``) with the deprecated names of its agent config's
+    fields replaced by their names now (one warning line per name, see
+    :func:`tfagents_vtrace.runtime.settings.rename_deprecated`)."""
+    from tfagents_vtrace.runtime.settings import rename_deprecated
+
+    agent_config = config.get("agent_config")
+    if isinstance(agent_config, dict):
+        try:
+            agent_config = rename_deprecated(agent_config, "", f" (in {path})")
+        except ValueError as e:
+            raise ValueError(f"logdir: {path!r}: {e}") from None
+        config = {**config, "agent_config": agent_config}
     return config
 
 

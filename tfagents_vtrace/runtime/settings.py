@@ -5,18 +5,66 @@ its command-line flag (``env_id`` is ``env``, ``export_policy`` is ``export``). 
 Python values or the text a flagfile holds (``"64,64"``, ``"none"``, ``"true"``): text is parsed
 by the field's type, then the dataclasses validate as they do for the command line, so a bad
 value raises ``ValueError`` naming the setting.
+
+A renamed setting's old name (:data:`DEPRECATED_NAMES`) is still read, with a one-line
+warning, wherever a name is read: the command line, a flagfile, the Python API's keywords and
+a run directory's ``config.json``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import types
 import typing
+from collections.abc import Iterable
 from typing import Any
 
 # RunConfig fields whose setting (flag) names differ from the field names.
 RUN_NAMES = {"env_id": "env", "export_policy": "export"}
+
+DEPRECATED_NAMES = {
+    "entropy_start": "entropy_cost",
+    "entropy_end": "entropy_cost_end",
+}
+"""Old setting names -> their names now (one entropy schedule for every agent: A2C and A3C
+had ``entropy_start`` / ``entropy_end``). Read with a warning for this release."""
+_WARNED: set[str] = set()
+
+
+def check_deprecated(names: Iterable[str], dashes: str = "", where: str = "") -> None:
+    """Prints ``warning: {dashes}OLD is deprecated; use {dashes}NEW{where}`` on stderr for each
+    deprecated name among ``names`` (once per name and process).
+
+    Raises:
+      ValueError: ``"OLD: ..."`` when ``names`` holds an old name and its new one together.
+    """
+    names = list(dict.fromkeys(names))  # in order, once each
+    old_names = [name for name in names if name in DEPRECATED_NAMES]
+    for old in old_names:
+        new = DEPRECATED_NAMES[old]
+        if new in names:
+            raise ValueError(
+                f"{old}: deprecated name of {dashes}{new}, which is also given{where}; keep "
+                f"{dashes}{new} only"
+            )
+    for old in old_names:
+        if old not in _WARNED:
+            _WARNED.add(old)
+            new = DEPRECATED_NAMES[old]
+            print(
+                f"warning: {dashes}{old} is deprecated; use {dashes}{new}{where}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def rename_deprecated(settings: dict[str, Any], dashes: str = "", where: str = "") -> dict:
+    """``settings`` with each deprecated name replaced by its name now (see
+    :func:`check_deprecated`, which warns and raises)."""
+    check_deprecated(settings, dashes, where)
+    return {DEPRECATED_NAMES.get(name, name): value for name, value in settings.items()}
 
 
 def unwrap_optional(hint: Any) -> tuple[Any, bool]:
@@ -60,12 +108,14 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
 
 def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
     """``{name: text}`` of a flagfile's ``--name=value`` lines (``--flagfile=`` lines nested,
-    relative to the file; ``#`` comments and blank lines skipped; ``--noname`` is false)."""
+    relative to the file; ``#`` comments and blank lines skipped; ``--noname`` is false;
+    deprecated names renamed, :func:`rename_deprecated`)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ValueError(f"flagfile: no such file {path!r}")
-    known = setting_names()
+    known = setting_names() | DEPRECATED_NAMES.keys()
     out: dict[str, str] = {}
+    own: list[str] = []  # this file's names, as written (a nested file is another source)
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -77,12 +127,14 @@ def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
             if key == "flagfile":
                 nested = os.path.join(os.path.dirname(path), value)
                 out.update(read_flagfile(nested))
-            elif sep:
-                out[key] = value
-            elif key.startswith("no") and key not in known and key[2:] in known:
-                out[key[2:]] = "false"
-            else:
-                out[key] = "true"
+                continue
+            if not sep and key.startswith("no") and key not in known and key[2:] in known:
+                key, value = key[2:], "false"
+            elif not sep:
+                value = "true"
+            own.append(key)
+            out[DEPRECATED_NAMES.get(key, key)] = value
+    check_deprecated(own, "--", f" (in {path})")
     return out
 
 
@@ -131,6 +183,7 @@ def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
     from tfagents_vtrace.runtime.config import RunConfig
 
     module = get_agent(agent)
+    settings = rename_deprecated(settings)
     classes = (RunConfig, NetworkConfig, module.Config)
     fields: dict[str, tuple[type, str, Any]] = {}
     for cls in classes:

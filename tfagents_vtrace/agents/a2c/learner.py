@@ -3,7 +3,7 @@
 Synchronous A2C (Mnih et al. 2016, https://arxiv.org/abs/1602.01783, the batched form of
 A3C; Wu et al. 2017, https://arxiv.org/abs/1708.05144) over the unrolls of a vector env. The
 loss is :func:`tfagents_vtrace.agents.a2c.loss.a2c_loss`; the entropy weight is annealed
-linearly from ``entropy_start`` to ``entropy_end`` over ``total_updates`` updates.
+linearly from ``entropy_cost`` to ``entropy_cost_end`` over ``total_updates`` updates.
 
 On-policy data: A2C's gradient is only unbiased if the batch was collected with the current
 weights. The runtime must therefore run its actor synchronously (act with the weights of
@@ -25,7 +25,7 @@ class A2CLearner(ReplicatedLearner):
 
     Arguments as :class:`ReplicatedLearner` (``config`` is an :class:`A2CConfig`);
     ``total_updates`` also sets the entropy annealing horizon (None keeps the entropy weight
-    at ``entropy_start``). ``updates`` counts the updates (applied or skipped).
+    at ``entropy_cost``). ``updates`` counts the updates (applied or skipped).
     """
 
     config_type = A2CConfig
@@ -52,7 +52,7 @@ class A2CLearner(ReplicatedLearner):
 
     def _entropy_coef(self) -> tf.Tensor:
         """Update k of n uses ``start + (end - start) * k / (n - 1)``: the last one uses ``end``."""
-        return self._anneal(self.updates, self.config.entropy_start, self.config.entropy_end)
+        return self._anneal(self.updates, *self.config.entropy_schedule)
 
     def _step_inputs(self) -> tuple[tf.Tensor]:
         return (self._entropy_coef(),)

@@ -10,9 +10,9 @@ reinforcement learn", 2016, https://arxiv.org/abs/1611.05763.
 A batch has the runtime's unroll layout (see :mod:`tfagents_vtrace.runtime.actor`): T+1
 observations (one-step overlap), ``reset`` marking NEXT_STEP reset steps, ``terminated`` /
 ``truncated`` per step, the recurrent state at the unroll start. With ``V`` the network's
-values over the T+1 observations and ``m_t = 1 - reset_t``:
+values over the T+1 observations, ``s`` the ``reward_scale`` and ``m_t = 1 - reset_t``:
 
-    r'_t = clip(r_t) + gamma * truncated_t * sg(V(x_{t+1}))      (time-limit bootstrap)
+    r'_t = clip(s * r_t) + gamma * truncated_t * sg(V(x_{t+1}))  (time-limit bootstrap)
     d_t  = gamma * (1 - terminated_t) * (1 - truncated_t) * m_t
     delta_t = r'_t + d_t * V(x_{t+1}) - V(x_t)
     A_t = delta_t + d_t * lambda * A_{t+1},   A_T = 0                        (all sg)
@@ -73,7 +73,8 @@ def a2c_loss(
 
     Args:
       network: an ``ActorCriticNetwork`` (``unroll`` over ``[T+1, B]``).
-      config: the :class:`A2CConfig` (discount, gae_lambda, baseline_cost, reward_clipping).
+      config: the :class:`A2CConfig` (discount, gae_lambda, baseline_cost, reward_scale,
+        reward_clipping).
       batch: the runtime's unroll dict (module docstring); ``policy`` holds the behaviour
         policy's parameters ``[T, B, ...]`` (used only for the ``mean_abs_log_rho`` metric).
       entropy_coef: beta_e, float32 scalar (see
@@ -89,7 +90,7 @@ def a2c_loss(
     out = network.unroll(inputs, tuple(batch["state"]))
     values = out.value  # [T+1, B]
     rewards, discounts, mask = episode_targets(
-        batch, values, config.discount, config.reward_clipping
+        batch, values, config.discount, config.reward_clipping, config.reward_scale
     )
     sg_values, bootstrap = tf.stop_gradient(values[:-1]), tf.stop_gradient(values[-1])
     gae = returns.generalized_advantage_estimation(

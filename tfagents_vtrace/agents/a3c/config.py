@@ -14,15 +14,15 @@ import dataclasses
 from typing import ClassVar
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
-from tfagents_vtrace.agents.learner_config import check_int
+from tfagents_vtrace.agents.learner_config import check_bool, check_int
 
 
 @dataclasses.dataclass(frozen=True)
 class A3CConfig(A2CConfig):
     """A2C's loss/optimizer fields, plus the worker threads and their rollout length.
 
-    The entropy weight is annealed from ``entropy_start`` to ``entropy_end`` over the run's
-    total environment steps (the global step counter), not over updates.
+    The entropy weight is annealed from ``entropy_cost`` to ``entropy_cost_end`` over the
+    run's total environment steps (the global step counter), not over updates.
     """
 
     RESUME_FIXED: ClassVar[tuple[str, ...]] = ("num_workers", "shared_optimizer")
@@ -42,9 +42,6 @@ class A3CConfig(A2CConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.shared_optimizer, bool):
-            raise ValueError(
-                f"shared_optimizer: expected a bool, received {self.shared_optimizer!r}"
-            )
+        check_bool("shared_optimizer", self.shared_optimizer)
         for name in ("num_workers", "t_max"):
             check_int(name, getattr(self, name), 1)

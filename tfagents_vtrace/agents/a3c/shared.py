@@ -148,11 +148,8 @@ class A3CLearner:
     def entropy_coef(self, step: int | None = None) -> float:
         """The entropy weight at global step ``step`` (default: now)."""
         step = self.shared.step if step is None else step
-        c = self.config
-        coef = optimization.entropy_coefficient(
-            step, self.total_steps, c.entropy_start, c.entropy_end
-        )
-        return float(coef)
+        start, end = self.config.entropy_schedule
+        return float(optimization.entropy_coefficient(step, self.total_steps, start, end))
 
     def get_weights(self) -> list[np.ndarray]:
         """The global weights, copied while no update is in flight."""

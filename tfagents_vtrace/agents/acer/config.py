@@ -3,8 +3,8 @@ Replay", https://arxiv.org/abs/1611.01224).
 
 Each field is an ``experiments.train`` flag of the same name, generated from this class
 (type, default and the docstring under the field) by ``experiments.config_flags``.
-The optimizer, clipping, XLA and non-finite fields come from
-:class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
+The fields ACER shares with other agents (discount, rewards, optimizer, clipping, entropy
+cost) come from :class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
 
 Defaults are chainerrl's ``ACER`` (``reference/chainerrl_acer.txt``): ``entropy_cost`` =
 beta = 0.01, ``pi_loss_coef`` = 1, ``q_loss_coef`` = 0.5, trust region on with alpha = 0.99,
@@ -51,7 +51,6 @@ first version of this package differed, the choice and its evidence (issue #16):
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from tfagents_vtrace.agents.learner_config import (
     LearnerConfig,
@@ -59,8 +58,8 @@ from tfagents_vtrace.agents.learner_config import (
     check_choice,
     check_int,
     check_number,
+    check_positive,
 )
-from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
 
 TRUST_REGION_PARAMS = ("mean_var", "loc_scale")
 
@@ -79,26 +78,23 @@ def _threshold(value) -> float | None:
             ) from None
     if value is None:
         return None
-    check_number("truncation_threshold", value, 0.0, math.inf, True, True)
+    check_positive("truncation_threshold", value)
     return float(value)
 
 
 @dataclasses.dataclass(frozen=True)
 class AcerConfig(LearnerConfig):
     """Hyperparameters of the ACER loss, its replay and its optimizer (defaults: the paper's
-    and chainerrl's where they apply; flagfiles set the values that matter per task)."""
+    and chainerrl's where they apply; flagfiles set the values that matter per task). The
+    entropy bonus ``entropy_cost`` (beta) sits inside the policy loss."""
 
-    optimizer: str = "adam"
-    """"rmsprop" or "adam"."""
-    discount: float = 0.99
-    """gamma in (0, 1]."""
+    learning_rate: float = 7e-4
+    """Initial learning rate (> 0)."""
     t_max: int = 20
     """Steps per on-policy rollout (the actor's unroll length) and per replayed sequence."""
     num_workers: int = 0
     """0: synchronous batched training with one inline actor (default); N >= 1: N
     asynchronous worker threads, each with its own envs and local network (like A3C)."""
-    entropy_cost: float = 0.01
-    """beta: weight of the entropy bonus (>= 0), inside the policy loss."""
     pi_loss_coef: float = 1.0
     """Weight of the policy loss: the (trust-region projected) policy-gradient term minus
     beta times the entropy, both scaled, as chainerrl's ``pi_loss_coef`` (>= 0)."""
@@ -140,32 +136,25 @@ class AcerConfig(LearnerConfig):
     """False: the on-policy update uses rho = 1 with no truncation or bias correction and,
     with workers, the weights that acted (the reference). True: it weights the unroll by
     pi / mu against the stored mu like a replayed sequence, workers re-syncing first."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this before clipping."""
-    reward_clipping: str = "none"
-    """"none", "abs_one" or "soft_asymmetric"."""
     stats_decay: float = 0.999
     """Per-step decay of the ``average_value/entropy/kl`` statistics: value and entropy
     follow the acted (on-policy) steps, kl every trust-region step of every update."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "truncation_threshold", _threshold(self.truncation_threshold))
-        check_number("discount", self.discount, 0.0, 1.0, True, False)
-        self.check_learner_fields()
+        super().__post_init__()
         check_number("retrace_lambda", self.retrace_lambda, 0.0, 1.0, False, False)
-        check_number("trust_region_delta", self.trust_region_delta, 0.0, math.inf, True, True)
-        check_number("reward_scale", self.reward_scale, 0.0, math.inf, True, True)
+        check_positive("trust_region_delta", self.trust_region_delta)
         for name in ("trust_region_alpha", "stats_decay"):
             check_number(name, getattr(self, name), 0.0, 1.0, False, True)
-        for name in ("entropy_cost", "pi_loss_coef", "q_loss_coef"):
-            check_number(name, getattr(self, name), 0.0, math.inf, False, True)
+        for name in ("pi_loss_coef", "q_loss_coef"):
+            check_positive(name, getattr(self, name), allow_zero=True)
         check_int("t_max", self.t_max, 1)
         check_int("num_workers", self.num_workers, 0)
         check_int("replay_capacity", self.replay_capacity, 1)
         check_int("replay_start_size", self.replay_start_size, 0)
         check_int("n_times_replay", self.n_times_replay, 0)
         check_int("replay_batch_size", self.replay_batch_size, 0)
-        check_choice("reward_clipping", self.reward_clipping, REWARD_CLIPPING)
         check_choice("trust_region_params", self.trust_region_params, TRUST_REGION_PARAMS)
         for name in (
             "use_trust_region", "use_q_opc", "normalize_loss_by_steps", "replay_poisson",

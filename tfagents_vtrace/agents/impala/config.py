@@ -5,8 +5,9 @@ The defaults learn small tasks of every action space with no tuning: Adam at a c
 the reward scale), with the paper's baseline cost 0.5, global-norm clipping 40 and V-trace
 thresholds 1. The paper's learner (RMSProp 0.99 / 0 / 0.1 at 6e-4 with a linear decay) is
 the preset ``configs/impala_reference.cfg``; ``configs/`` holds tuned values per task. The
-optimizer, clipping, XLA and non-finite fields come from
-:class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
+fields IMPALA shares with other agents (discount, rewards, optimizer, clipping, entropy
+schedule, baseline cost) come from
+:class:`~tfagents_vtrace.agents.learner_config.ActorCriticConfig`.
 
 Sample reuse (all off by default, so the default update is IMPALA's one step per batch):
 several epochs of minibatch SGD over each learner batch, with V-trace recomputed against the
@@ -20,56 +21,26 @@ IMPALA paper's replay experiment, Section 5.2.2).
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from tfagents_vtrace.agents.learner_config import (
-    LearnerConfig,
+    ActorCriticConfig,
     check_bool,
     check_choice,
     check_int,
     check_number,
+    check_positive,
 )
-from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
-from tfagents_vtrace.agents.optimization import LR_DECAYS, OPTIMIZERS
 
 POLICY_LOSSES = ("vtrace", "clipped")
 MINIBATCH_UNITS = ("unrolls", "steps")
 
 
-def _positive(name: str, value, allow_zero: bool = False) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        want = "a finite number >= 0" if allow_zero else "a finite number > 0"
-        raise ValueError(f"{name}: expected {want}, received {value!r}")
-
-
 @dataclasses.dataclass(frozen=True)
-class ImpalaConfig(LearnerConfig):
+class ImpalaConfig(ActorCriticConfig):
     """Hyperparameters of the IMPALA learner (losses, optimizer, compilation)."""
 
-    learning_rate: float = 1e-3
-    """Initial learning rate (> 0)."""
-    lr_decay: str = "none"
-    """"none" or "linear" (to 0 over the run's total updates, as IMPALA)."""
-    optimizer: str = "adam"
-    """"adam", or "rmsprop" (IMPALA's, with ``rmsprop_epsilon``)."""
     rmsprop_epsilon: float = 0.1
     """RMSProp epsilon (> 0); IMPALA uses 0.1."""
-    discount: float = 0.99
-    """gamma in (0, 1]: per-step discount; episode ends cut it to 0."""
-    baseline_cost: float = 0.5
-    """Weight of the value loss ``0.5 * (vs - V)^2`` (>= 0)."""
-    entropy_cost: float = 0.01
-    """Weight of the entropy bonus (>= 0); the first update's when ``entropy_cost_end`` is set."""
-    entropy_cost_end: float | None = None
-    """None (the entropy weight stays ``entropy_cost``), or a weight >= 0 that the entropy
-    weight anneals to linearly over the run's updates (the last update uses it)."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this (> 0) before clipping; values then learn returns of
-    order one (e.g. 0.1 on CartPole, whose returns reach ~100)."""
-    reward_clipping: str = "none"
-    """"none", "abs_one" (clip to [-1, 1]) or "soft_asymmetric" (IMPALA DMLab)."""
     clip_rho_threshold: float | None = 1.0
     """rho-bar of V-trace (> 0), or None for no clipping."""
     clip_pg_rho_threshold: float | None = 1.0
@@ -124,33 +95,11 @@ class ImpalaConfig(LearnerConfig):
     when replay_ratio > 0)."""
 
     def __post_init__(self) -> None:
-        # IMPALA's own wording for the numeric learner fields ("a finite number > 0").
-        if not (isinstance(self.discount, int | float) and 0.0 < self.discount <= 1.0):
-            raise ValueError(f"discount: expected a number in (0, 1], received {self.discount!r}")
-        _positive("learning_rate", self.learning_rate)
-        _positive("reward_scale", self.reward_scale)
-        check_choice("lr_decay", self.lr_decay, LR_DECAYS)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        check_choice("reward_clipping", self.reward_clipping, REWARD_CLIPPING)
-        for name in ("rmsprop_decay", "adam_beta1", "adam_beta2", "rmsprop_momentum"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and 0.0 <= value < 1.0):
-                raise ValueError(f"{name}: expected a number in [0, 1), received {value!r}")
-        _positive("rmsprop_epsilon", self.rmsprop_epsilon)
-        _positive("adam_epsilon", self.adam_epsilon)
-        for name in ("max_grad_norm", "baseline_cost", "entropy_cost"):
-            _positive(name, getattr(self, name), allow_zero=True)
-        if self.entropy_cost_end is not None:
-            _positive("entropy_cost_end", self.entropy_cost_end, allow_zero=True)
+        super().__post_init__()
         for name in ("clip_rho_threshold", "clip_pg_rho_threshold", "clip_c_threshold"):
             if getattr(self, name) is not None:
-                _positive(name, getattr(self, name))
-        if not (isinstance(self.vtrace_lambda, int | float) and 0.0 <= self.vtrace_lambda <= 1.0):
-            raise ValueError(
-                f"vtrace_lambda: expected a number in [0, 1], received {self.vtrace_lambda!r}"
-            )
-        check_bool("jit_compile", self.jit_compile)
-        check_int("max_nonfinite_updates", self.max_nonfinite_updates, 1)
+                check_positive(name, getattr(self, name))
+        check_number("vtrace_lambda", self.vtrace_lambda, 0.0, 1.0, False, False)
         check_int("num_epochs", self.num_epochs, 1)
         check_int("num_minibatches", self.num_minibatches, 1)
         check_choice("minibatch_unit", self.minibatch_unit, MINIBATCH_UNITS)
@@ -161,12 +110,12 @@ class ImpalaConfig(LearnerConfig):
                 "minibatches recompute V-trace at every SGD step)"
             )
         check_choice("policy_loss", self.policy_loss, POLICY_LOSSES)
-        check_number("clip_ratio", self.clip_ratio, 0.0, math.inf, True, True)
-        check_number("kl_cost", self.kl_cost, 0.0, math.inf, False, True)
+        check_positive("clip_ratio", self.clip_ratio)
+        check_positive("kl_cost", self.kl_cost, allow_zero=True)
         if self.value_clip is not None:
-            check_number("value_clip", self.value_clip, 0.0, math.inf, True, True)
+            check_positive("value_clip", self.value_clip)
         check_bool("normalize_advantages", self.normalize_advantages)
-        check_number("replay_ratio", self.replay_ratio, 0.0, math.inf, False, True)
+        check_positive("replay_ratio", self.replay_ratio, allow_zero=True)
         check_int("replay_unrolls", self.replay_unrolls, 0)
 
     @property

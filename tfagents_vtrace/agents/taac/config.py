@@ -33,9 +33,14 @@ import dataclasses
 import math
 from typing import ClassVar
 
-from tfagents_vtrace.validation import check_int as _int_at_least
-from tfagents_vtrace.validation import check_positive as _positive
-from tfagents_vtrace.validation import check_sizes
+from tfagents_vtrace.agents.learner_config import AgentConfig
+from tfagents_vtrace.validation import (
+    check_choice,
+    check_int,
+    check_number,
+    check_positive,
+    check_sizes,
+)
 
 TRAJECTORIES = ("constant", "linear", "quadratic")
 TD_LOSSES = ("squared", "huber")
@@ -72,8 +77,10 @@ def _is_number(x) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class TaacConfig:
-    """Every field of a TAAC run, validated in ``__post_init__`` (ValueError names the field)."""
+class TaacConfig(AgentConfig):
+    """Every field of a TAAC run, validated in ``__post_init__`` (ValueError names the field).
+    TAAC's optimizers are Adam (actor, critics, temperatures): it has no optimizer choice,
+    reward clipping or entropy cost (the temperatures follow ``target_entropy``)."""
 
     # What the checkpoint and the replay archive are shaped by (a resume may not change it).
     RESUME_FIXED: ClassVar[tuple[str, ...]] = (
@@ -109,8 +116,6 @@ class TaacConfig:
     reward_discounts: tuple[float, ...] | None = None
     """reward_dim > 1: one discount per reward dim (ALF's list gamma of TAACTDLoss; None:
     ``discount`` for every dim)."""
-    discount: float = 0.99
-    """gamma in [0, 1]: per-step discount of the critics' targets."""
     td_loss: str = "squared"
     """Critic loss per element: "squared" ((G - Q)^2, ALF's default element_wise_squared_loss)
     or "huber" (ALF's element_wise_huber_loss, smooth L1 with delta 1). The Python API also
@@ -122,8 +127,6 @@ class TaacConfig:
     forced_switch_cuts: bool = False
     """False (ALF): the replay stores the sampled b, so a max_repeat_steps forced switch does
     not cut the compare-through return. True: it stores the effective switch (before #16)."""
-    learning_rate: float = 1e-3
-    """Adam learning rate of the actor and the critics."""
     alpha_learning_rate: float | None = None
     """Adam learning rate of the two log-temperatures (None: ``learning_rate``)."""
     initial_alpha: float = 1.0
@@ -160,20 +163,13 @@ class TaacConfig:
     updates_per_train: int = 1
     """Gradient updates per training call (one compiled call runs them all)."""
     max_grad_norm: float | None = None
-    """Global-norm gradient clipping per network (None or 0: none)."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this before learning."""
+    """Global-norm gradient clipping of each network's gradients (None or 0: none)."""
     jit_compile: bool = True
     """XLA-compile the train step and the acting step."""
-    max_nonfinite_updates: int = 10
-    """An update with a non-finite loss or gradient is skipped; the run stops after this many
-    in a row (the run driver's policy, as for every agent)."""
 
     def __post_init__(self) -> None:
-        if self.trajectory not in TRAJECTORIES:
-            raise ValueError(
-                f"trajectory: expected one of {TRAJECTORIES}, received {self.trajectory!r}"
-            )
+        super().__post_init__()
+        check_choice("trajectory", self.trajectory, TRAJECTORIES)
         object.__setattr__(
             self, "actor_hidden_sizes", check_sizes("actor_hidden_sizes", self.actor_hidden_sizes)
         )
@@ -182,26 +178,12 @@ class TaacConfig:
             "critic_hidden_sizes",
             check_sizes("critic_hidden_sizes", self.critic_hidden_sizes),
         )
-        if not (isinstance(self.discount, int | float) and 0.0 <= self.discount <= 1.0):
-            raise ValueError(f"discount: expected a number in [0, 1], received {self.discount!r}")
-        for name in ("learning_rate", "initial_alpha", "reward_scale"):
-            _positive(name, getattr(self, name))
+        check_positive("initial_alpha", self.initial_alpha)
         if self.alpha_learning_rate is not None:
-            _positive("alpha_learning_rate", self.alpha_learning_rate)
-        if not 0.0 < self.target_entropy_min_prob < 1.0:
-            raise ValueError(
-                "target_entropy_min_prob: expected a number in (0, 1), received "
-                f"{self.target_entropy_min_prob!r}"
-            )
-        if not 0.0 < self.target_update_tau <= 1.0:
-            raise ValueError(
-                f"target_update_tau: expected a number in (0, 1], received "
-                f"{self.target_update_tau!r}"
-            )
-        if not 0.0 <= self.epsilon_greedy <= 1.0:
-            raise ValueError(
-                f"epsilon_greedy: expected a number in [0, 1], received {self.epsilon_greedy!r}"
-            )
+            check_positive("alpha_learning_rate", self.alpha_learning_rate)
+        check_number("target_entropy_min_prob", self.target_entropy_min_prob, 0.0, 1.0)
+        check_number("target_update_tau", self.target_update_tau, 0.0, 1.0, True, False)
+        check_number("epsilon_greedy", self.epsilon_greedy, 0.0, 1.0, False, False)
         self._check_ints()
         clip = self.b1_advantage_clipping
         if clip is not None:
@@ -212,10 +194,6 @@ class TaacConfig:
                     f"{self.b1_advantage_clipping!r}"
                 )
             object.__setattr__(self, "b1_advantage_clipping", clip)
-        if self.max_grad_norm is not None and not math.isfinite(self.max_grad_norm):
-            raise ValueError(
-                f"max_grad_norm: expected a finite number, received {self.max_grad_norm!r}"
-            )
         if not (self.td_loss in TD_LOSSES or callable(self.td_loss)):
             raise ValueError(
                 f"td_loss: expected one of {TD_LOSSES} or a callable, received {self.td_loss!r}"
@@ -261,18 +239,17 @@ class TaacConfig:
         return tuple(float(v) if _is_number(v) else v for v in items)
 
     def _check_ints(self) -> None:
-        _int_at_least("target_update_period", self.target_update_period, 1)
-        _int_at_least("mini_batch_size", self.mini_batch_size, 1)
-        _int_at_least("mini_batch_length", self.mini_batch_length, 2)
-        _int_at_least("replay_capacity", self.replay_capacity, self.mini_batch_length)
-        _int_at_least("initial_collect_steps", self.initial_collect_steps, 0)
-        _int_at_least("train_interval", self.train_interval, 1)
-        _int_at_least("updates_per_train", self.updates_per_train, 1)
-        _int_at_least("max_nonfinite_updates", self.max_nonfinite_updates, 1)
-        _int_at_least("num_critic_replicas", self.num_critic_replicas, 1)
-        _int_at_least("reward_dim", self.reward_dim, 1)
+        check_int("target_update_period", self.target_update_period, 1)
+        check_int("mini_batch_size", self.mini_batch_size, 1)
+        check_int("mini_batch_length", self.mini_batch_length, 2)
+        check_int("replay_capacity", self.replay_capacity, self.mini_batch_length)
+        check_int("initial_collect_steps", self.initial_collect_steps, 0)
+        check_int("train_interval", self.train_interval, 1)
+        check_int("updates_per_train", self.updates_per_train, 1)
+        check_int("num_critic_replicas", self.num_critic_replicas, 1)
+        check_int("reward_dim", self.reward_dim, 1)
         if self.max_repeat_steps is not None:
-            _int_at_least("max_repeat_steps", self.max_repeat_steps, 1)
+            check_int("max_repeat_steps", self.max_repeat_steps, 1)
 
     @property
     def tau_order(self) -> int:
