@@ -21,10 +21,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _all_config_classes():
     from tfagents_vtrace.agents import agent_names, get_agent
+    from tfagents_vtrace.envs.family import EnvFamilyConfig
     from tfagents_vtrace.networks import NetworkConfig
     from tfagents_vtrace.runtime.config import RunConfig
 
-    return [RunConfig, NetworkConfig, *(get_agent(n).Config for n in agent_names())]
+    classes = [RunConfig, NetworkConfig, EnvFamilyConfig]
+    return classes + [get_agent(n).Config for n in agent_names()]
 
 
 @pytest.mark.parametrize("cls", _all_config_classes(), ids=lambda c: c.__name__)

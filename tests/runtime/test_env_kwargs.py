@@ -1,7 +1,9 @@
-"""Run settings that become environment constructor arguments: ``num_trials`` (bandits),
-``screen_size`` and ``repeat_action_probability`` (Atari), from RunConfig to the actors, the
-evaluator and config.json."""
+"""Environment settings that become constructor arguments: ``num_trials`` (bandits),
+``screen_size`` and ``repeat_action_probability`` (Atari), from the environment layer's
+EnvFamilyConfig through ``RunConfig.env_kwargs`` to the actors, the evaluator and
+config.json (an older config.json's run config held them as fields of its own)."""
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -12,10 +14,12 @@ import pytest
 import tfagents_vtrace.envs as envs
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.agents.a2c import A2CConfig
+from tfagents_vtrace.envs.family import EnvFamilyConfig
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.config_io import read_env_kwargs
+from tfagents_vtrace.runtime.config_io import read_env_kwargs, upgrade_config
 from tfagents_vtrace.runtime.driver import make_driver
+from tfagents_vtrace.runtime.settings import build_configs
 
 has = lambda m: importlib.util.find_spec(m) is not None  # noqa: E731
 
@@ -30,12 +34,15 @@ has = lambda m: importlib.util.find_spec(m) is not None  # noqa: E731
     ],
 )
 def test_misplaced_or_bad_env_settings_name_the_flag(kwargs, match):
+    env_id = kwargs.pop("env_id")
     with pytest.raises(ValueError, match=match):
-        RunConfig(**kwargs)
+        EnvFamilyConfig(**kwargs).env_kwargs(env_id)
+    with pytest.raises(ValueError, match=match):  # as tv.train / the flags read them
+        build_configs("a2c", {"env": env_id, **kwargs})
 
 
 def test_num_trials_sets_the_bandit_episode_length_in_training_and_evaluation(tmp_path):
-    run = RunConfig(env_id="BanditIndependent-v0", num_trials=7, num_actors=0, num_envs=4,
+    run = RunConfig(env_id="BanditIndependent-v0", env_kwargs={"num_trials": 7}, num_envs=4,
                     unroll_length=5, total_steps=400, eval_episodes=3,
                     export_policy=False)  # fmt: skip
     net = NetworkConfig(hidden_sizes=(), core="lstm", lstm_size=8, use_prev_action=True,
@@ -44,6 +51,7 @@ def test_num_trials_sets_the_bandit_episode_length_in_training_and_evaluation(tm
     assert final["eval_length"] == 7.0
     with open(os.path.join(tmp_path, "config.json")) as f:
         config = json.load(f)
+    assert config["run_config"]["env_kwargs"] == {"num_trials": 7}
     assert read_env_kwargs(config, "BanditIndependent-v0") == {"num_trials": 7}
     with open(os.path.join(tmp_path, "metrics.jsonl")) as f:
         lengths = [json.loads(line).get("episode_length") for line in f]
@@ -59,7 +67,7 @@ def test_screen_size_gives_42x42_atari_frames(mode):
         assert obs.shape == (2, 42, 42, 4) and env.single_observation_space.shape == (42, 42, 4)
     finally:
         env.close()
-    assert RunConfig(env_id="ALE/Pong-v5", screen_size=42).env_kwargs == {"screen_size": 42}
+    assert EnvFamilyConfig(screen_size=42).env_kwargs("ALE/Pong-v5") == {"screen_size": 42}
 
 
 def _paddle_rows(frames: np.ndarray) -> np.ndarray:
@@ -80,7 +88,7 @@ def test_repeat_action_probability_sets_sticky_actions(mode):
     DOWN never moves our paddle; at 0 six DOWNs move it ~30 of the frame's 84 rows."""
     moves = {}
     for p in (0.0, 1.0):
-        kwargs = RunConfig(env_id="ALE/Pong-v5", repeat_action_probability=p).env_kwargs
+        kwargs = EnvFamilyConfig(repeat_action_probability=p).env_kwargs("ALE/Pong-v5")
         assert kwargs == {"repeat_action_probability": p}
         env = envs.make_vector_env("ALE/Pong-v5", 2, seed=0, mode=mode, **kwargs)
         try:
@@ -98,11 +106,35 @@ def test_repeat_action_probability_sets_sticky_actions(mode):
 @pytest.mark.parametrize("value", [-0.1, 1.5, True, "0.25"])
 def test_repeat_action_probability_out_of_range_names_the_flag(value):
     with pytest.raises(ValueError, match="repeat_action_probability: expected"):
-        RunConfig(env_id="ALE/Pong-v5", repeat_action_probability=value)
+        EnvFamilyConfig(repeat_action_probability=value)
 
 
 def test_repeat_action_probability_is_for_atari_only():
     with pytest.raises(ValueError, match="repeat_action_probability: only Atari ids"):
-        RunConfig(env_id="CartPole-v1", repeat_action_probability=0.0)
-    config = {"run_config": {"repeat_action_probability": 0.0}}
+        EnvFamilyConfig(repeat_action_probability=0.0).env_kwargs("CartPole-v1")
+    config = {"run_config": {"env_kwargs": {"repeat_action_probability": 0.0}}}
     assert read_env_kwargs(config, "ALE/Pong-v5") == {"repeat_action_probability": 0.0}
+    with pytest.raises(ValueError, match="repeat_action_probability: only Atari ids"):
+        read_env_kwargs(config, "CartPole-v1")
+
+
+def test_an_older_config_json_with_env_settings_in_its_run_config_still_reads():
+    old = {"run_config": {"repeat_action_probability": 0.0, "screen_size": None, "seed": 1}}
+    assert read_env_kwargs(old, "ALE/Pong-v5") == {"repeat_action_probability": 0.0}
+    assert upgrade_config(old)["run_config"] == {
+        "env_kwargs": {"repeat_action_probability": 0.0},
+        "seed": 1,
+    }
+    assert read_env_kwargs({"run_config": {"seed": 1}}, "CartPole-v1") == {}
+    with pytest.raises(ValueError, match="bogus: not an environment setting"):
+        read_env_kwargs({"run_config": {"env_kwargs": {"bogus": 1}}}, "CartPole-v1")
+
+
+def test_run_config_no_longer_carries_env_family_settings():
+    names = {f.name for f in dataclasses.fields(RunConfig)}
+    assert not names & {"num_trials", "screen_size", "repeat_action_probability"}
+    configs = build_configs("a2c", {"env": "BanditIndependent-v0", "num_trials": "5"})
+    assert configs.run_config.env_kwargs == {"num_trials": 5}
+    assert build_configs("a2c", {}).run_config.env_kwargs == {}
+    with pytest.raises(ValueError, match="env_kwargs: not a setting"):
+        build_configs("a2c", {"env_kwargs": {}})

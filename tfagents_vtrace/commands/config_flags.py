@@ -1,6 +1,7 @@
 """absl flags generated from the config dataclasses: each hyperparameter is declared once.
 
-Every field of ``RunConfig``, ``NetworkConfig`` and each registered agent's ``Config`` is a
+Every field of ``RunConfig``, ``NetworkConfig``, ``EnvFamilyConfig`` and each registered
+agent's ``Config`` (but one marked ``{SETTING: False}``, e.g. ``RunConfig.env_kwargs``) is a
 flag of ``tfv-train`` with the field's name (``RunConfig.env_id`` is ``--env`` and
 ``export_policy`` is ``--export``, the names of DESIGN.md's experiments contract), its type
 and its documentation (the docstring under the field, or the comment above it). The flag's
@@ -30,7 +31,7 @@ from typing import Any
 from absl import flags
 
 from tfagents_vtrace.commands.cli import FlagError
-from tfagents_vtrace.runtime.settings import unwrap_optional
+from tfagents_vtrace.runtime.settings import setting_fields, unwrap_optional
 
 FLAGS = flags.FLAGS
 DEFAULT_AGENT = "impala"
@@ -145,7 +146,7 @@ class ConfigFlag:
 
 def _fields(cls: type) -> Iterable[tuple[dataclasses.Field, Any]]:
     hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
+    for f in setting_fields(cls):
         yield f, hints[f.name]
 
 
@@ -185,9 +186,9 @@ def define_config_flags(
 
 def config_from_flags(cls: type, table: dict[str, ConfigFlag], **overrides: Any) -> Any:
     """``cls(**kwargs)`` from the flags of ``cls``'s fields (the flags carry the chosen
-    agent's defaults, so every field is filled; ``overrides`` win)."""
+    agent's defaults, so every field that is a setting is filled; ``overrides`` win)."""
     by_field = {e.field: e.flag for e in table.values() if cls in e.owners}
-    kwargs = {f.name: FLAGS[by_field[f.name]].value for f in dataclasses.fields(cls)}
+    kwargs = {f.name: FLAGS[by_field[f.name]].value for f in setting_fields(cls)}
     kwargs.update(overrides)
     return cls(**kwargs)
 

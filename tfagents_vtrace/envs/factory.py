@@ -28,8 +28,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from tfagents_vtrace.validation import check_int, check_number
-
 MODES: tuple[str, ...] = ("auto", "sync", "async", "envpool")
 
 
@@ -120,47 +118,6 @@ def make_env(env_id: str, seed: int | None = None, **env_kwargs: Any) -> gym.Env
         env.reset(seed=int(seed))
         _seed_spaces(env, int(seed))
     return env
-
-
-def run_env_kwargs(
-    env_id: str,
-    num_trials: int | None,
-    screen_size: int | None,
-    repeat_action_probability: float | None = None,
-) -> dict:
-    """The constructor arguments a run's settings give ``env_id``'s environments.
-
-    ``num_trials`` (pulls per episode) applies to the bandit ids only, ``screen_size`` (frame
-    side in pixels) and ``repeat_action_probability`` (sticky actions: the chance that ALE
-    repeats the previous action on each frame; v5 ids use 0.25) to ``ALE/*`` ids only; None
-    leaves the environment's default. Raises ValueError naming the setting when it is set
-    for another environment or is out of range (a positive int; a probability in [0, 1]).
-    """
-    from tfagents_vtrace.envs import BANDIT_IDS
-
-    def positive_int(name, value):
-        check_int(name, value, 1)
-        return value
-
-    def probability(name, value):
-        check_number(name, value, 0.0, 1.0, low_open=False, high_open=False)
-        return float(value)
-
-    atari = (_family(env_id) == "atari", "Atari ids (ALE/*)")
-    bandits = (env_id in BANDIT_IDS, f"the bandit ids {list(BANDIT_IDS)}")
-    kwargs = {}
-    for name, value, check, (applies, which) in (
-        ("num_trials", num_trials, positive_int, bandits),
-        ("screen_size", screen_size, positive_int, atari),
-        ("repeat_action_probability", repeat_action_probability, probability, atari),
-    ):
-        if value is None:
-            continue
-        value = check(name, value)
-        if not applies:
-            raise ValueError(f"{name}: only {which} take it; env_id is {env_id!r}")
-        kwargs[name] = value
-    return kwargs
 
 
 def _check_vector_args(num_envs: int, mode: str) -> None:

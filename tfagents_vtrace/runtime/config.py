@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from tfagents_vtrace.runtime.settings import SETTING
 from tfagents_vtrace.validation import check_int
 
 BACKENDS = ("local", "ray")
@@ -17,16 +18,12 @@ class RunConfig:
 
     env_id: str = "CartPole-v1"
     """gymnasium id of the training and evaluation environments."""
-    num_trials: int | None = None
-    """Bandit environments only: pulls per episode (one bandit problem); None keeps the
-    environment's 100 (Wang et al. 2016)."""
-    screen_size: int | None = None
-    """Atari (ALE/*) only: side of the square greyscale frames; None keeps 84 (42 is the
-    A3C meta-RL fork's, for ``--torso=universe_cnn``)."""
-    repeat_action_probability: float | None = None
-    """Atari (ALE/*) only: sticky actions, the probability in [0, 1] that ALE repeats the
-    previous action on each frame; None keeps the id's (0.25 for v5, as Machado et al. 2018
-    recommend; 0 is the deterministic protocol of ``PongNoFrameskip-v4``-style results)."""
+    env_kwargs: dict = dataclasses.field(
+        default_factory=dict, hash=False, metadata={SETTING: False}
+    )
+    """Constructor arguments of the run's environments (not a flag: the environment layer
+    makes them from its settings, :meth:`tfagents_vtrace.envs.family.EnvFamilyConfig.
+    env_kwargs`)."""
     seed: int = 0
     """Seeds environments, action sampling and network initialisation."""
     total_steps: int = 500_000
@@ -97,11 +94,11 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
             raise ValueError(f"env_id: expected a non-empty str, received {self.env_id!r}")
-        from tfagents_vtrace.envs.factory import run_env_kwargs
-
-        run_env_kwargs(  # ValueError if misused
-            self.env_id, self.num_trials, self.screen_size, self.repeat_action_probability
-        )
+        kwargs = self.env_kwargs
+        if not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
+            raise ValueError(
+                f"env_kwargs: expected a dict of keyword arguments, received {self.env_kwargs!r}"
+            )
         check_int("seed", self.seed, 0)
         check_int("total_steps", self.total_steps, 1)
         check_int("num_actors", self.num_actors, 0)
@@ -153,16 +150,6 @@ class RunConfig:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and value > 0):
                 raise ValueError(f"{name}: expected a number > 0, received {value!r}")
-
-    @property
-    def env_kwargs(self) -> dict:
-        """Constructor arguments of this run's environments (``num_trials``, ``screen_size``,
-        ``repeat_action_probability`` when set)."""
-        from tfagents_vtrace.envs.factory import run_env_kwargs
-
-        return run_env_kwargs(
-            self.env_id, self.num_trials, self.screen_size, self.repeat_action_probability
-        )
 
     @property
     def row_every_steps(self) -> int:

@@ -79,19 +79,15 @@ def run_config_dict(agent_name: str, run, agent_config, network_config) -> dict:
 
 
 def read_env_kwargs(config: dict, env_id: str) -> dict:
-    """The environment constructor arguments of a run's ``config.json`` (``num_trials``,
-    ``screen_size``, ``repeat_action_probability`` of its run config; ``{}`` for runs written
-    before they existed).
+    """The environment constructor arguments of a run's ``config.json`` (``config``, as
+    :func:`read_config` returns it: ``run_config.env_kwargs``; ``{}`` for runs written before
+    there were any), checked as the environment settings of ``env_id``
+    (:meth:`~tfagents_vtrace.envs.family.EnvFamilyConfig.from_env_kwargs`: they are data).
     ValueError when they do not apply to ``env_id``."""
-    from tfagents_vtrace.envs.factory import run_env_kwargs
+    from tfagents_vtrace.envs.family import EnvFamilyConfig
 
-    run = config.get("run_config") or {}
-    return run_env_kwargs(
-        env_id,
-        run.get("num_trials"),
-        run.get("screen_size"),
-        run.get("repeat_action_probability"),
-    )
+    run = upgrade_config(config).get("run_config") or {}
+    return EnvFamilyConfig.from_env_kwargs(run.get("env_kwargs") or {}, env_id)
 
 
 def write_run_config(logdir: str, agent_name: str, run, agent_config, network_config) -> str:
@@ -119,12 +115,25 @@ def read_config(logdir: str) -> dict:
     return upgrade_config(config, path)
 
 
+# Environment settings an older run's config.json holds in its run config.
+_OLD_RUN_ENV_FIELDS = ("num_trials", "screen_size", "repeat_action_probability")
+
+
 def upgrade_config(config: dict, path: str = "config.json") -> dict:
-    """``config`` (a run's ``config.json``) with the deprecated names of its agent config's
-    fields replaced by their names now (one warning line per name, see
-    :func:`tfagents_vtrace.runtime.settings.rename_deprecated`)."""
+    """``config`` (a run's ``config.json``) as this release writes it: the deprecated names of
+    its agent config's fields replaced by their names now (one warning line per name, see
+    :func:`tfagents_vtrace.runtime.settings.rename_deprecated`), and the environment settings
+    an older run config held (``num_trials``, ``screen_size``, ``repeat_action_probability``)
+    moved into its ``env_kwargs``."""
     from tfagents_vtrace.runtime.settings import rename_deprecated
 
+    run = config.get("run_config")
+    if isinstance(run, dict) and any(name in run for name in _OLD_RUN_ENV_FIELDS):
+        run = dict(run)
+        old = {name: run.pop(name) for name in _OLD_RUN_ENV_FIELDS if name in run}
+        env_kwargs = {name: value for name, value in old.items() if value is not None}
+        run["env_kwargs"] = {**env_kwargs, **(run.get("env_kwargs") or {})}
+        config = {**config, "run_config": run}
     agent_config = config.get("agent_config")
     if isinstance(agent_config, dict):
         try:

@@ -1,6 +1,7 @@
 """A run's typed configs from settings by name: the Python API's keywords, a flagfile's lines.
 
-Each setting is a field of ``RunConfig``, ``NetworkConfig`` or the agent's ``Config``, named as
+Each setting is a field of ``RunConfig``, ``NetworkConfig``, ``EnvFamilyConfig`` (the
+environment layer's, which makes ``RunConfig.env_kwargs``) or the agent's ``Config``, named as
 its command-line flag (``env_id`` is ``env``, ``export_policy`` is ``export``). Values may be
 Python values or the text a flagfile holds (``"64,64"``, ``"none"``, ``"true"``): text is parsed
 by the field's type, then the dataclasses validate as they do for the command line, so a bad
@@ -23,6 +24,9 @@ from typing import Any
 
 # RunConfig fields whose setting (flag) names differ from the field names.
 RUN_NAMES = {"env_id": "env", "export_policy": "export"}
+SETTING = "setting"
+"""Field metadata key: ``{SETTING: False}`` marks a config field that is no setting or flag
+(the code that builds the config fills it, e.g. ``RunConfig.env_kwargs``)."""
 
 DEPRECATED_NAMES = {
     "entropy_start": "entropy_cost",
@@ -65,6 +69,11 @@ def rename_deprecated(settings: dict[str, Any], dashes: str = "", where: str = "
     :func:`check_deprecated`, which warns and raises)."""
     check_deprecated(settings, dashes, where)
     return {DEPRECATED_NAMES.get(name, name): value for name, value in settings.items()}
+
+
+def setting_fields(cls: type) -> list[dataclasses.Field]:
+    """The fields of config class ``cls`` that are settings (flags)."""
+    return [f for f in dataclasses.fields(cls) if f.metadata.get(SETTING, True)]
 
 
 def unwrap_optional(hint: Any) -> tuple[Any, bool]:
@@ -151,11 +160,13 @@ class RunConfigs:
 
 def setting_names() -> set[str]:
     """Every setting's name: the run's, the network's and every agent's."""
+    from tfagents_vtrace.envs.family import EnvFamilyConfig
     from tfagents_vtrace.networks import NetworkConfig
     from tfagents_vtrace.runtime.config import RunConfig
 
-    names = {RUN_NAMES.get(f.name, f.name) for f in dataclasses.fields(RunConfig)}
-    names |= {f.name for f in dataclasses.fields(NetworkConfig)}
+    names = {RUN_NAMES.get(f.name, f.name) for f in setting_fields(RunConfig)}
+    for cls in (NetworkConfig, EnvFamilyConfig):
+        names |= {f.name for f in setting_fields(cls)}
     return names | set(setting_owners()) | {"agent"}
 
 
@@ -165,7 +176,7 @@ def setting_owners() -> dict[str, set[str]]:
 
     owners: dict[str, set[str]] = {}
     for name in agent_names():
-        for f in dataclasses.fields(get_agent(name).Config):
+        for f in setting_fields(get_agent(name).Config):
             owners.setdefault(f.name, set()).add(name)
     return owners
 
@@ -179,16 +190,17 @@ def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
         the config refuses; naming ``agent`` for an unknown agent.
     """
     from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.envs.family import EnvFamilyConfig
     from tfagents_vtrace.networks import NetworkConfig
     from tfagents_vtrace.runtime.config import RunConfig
 
     module = get_agent(agent)
     settings = rename_deprecated(settings)
-    classes = (RunConfig, NetworkConfig, module.Config)
+    classes = (RunConfig, NetworkConfig, EnvFamilyConfig, module.Config)
     fields: dict[str, tuple[type, str, Any]] = {}
     for cls in classes:
         hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
+        for f in setting_fields(cls):
             name = RUN_NAMES.get(f.name, f.name) if cls is RunConfig else f.name
             fields.setdefault(name, (cls, f.name, hints[f.name]))
     kwargs: dict[type, dict[str, Any]] = {cls: {} for cls in classes}
@@ -205,6 +217,10 @@ def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
         kwargs[cls][field] = _coerce(name, hint, value)
     try:
         run_config = RunConfig(**kwargs[RunConfig])
+        env_config = EnvFamilyConfig(**kwargs[EnvFamilyConfig])
+        run_config = dataclasses.replace(
+            run_config, env_kwargs=env_config.env_kwargs(run_config.env_id)
+        )
         network_config = NetworkConfig(**kwargs[NetworkConfig])
         agent_config = module.Config(**kwargs[module.Config])
     except ValueError as e:  # "field: message" -> "setting: message"
@@ -220,13 +236,9 @@ def check_spaces(agent: str, run_config) -> None:
     ``run_config``'s environment (:func:`tfagents_vtrace.agents.spaces.check_spaces`); one
     environment is made to read them, before any network is built."""
     from tfagents_vtrace.agents import spaces
-    from tfagents_vtrace.envs.factory import make_env, run_env_kwargs
+    from tfagents_vtrace.envs.factory import make_env
 
-    run = run_config
-    kwargs = run_env_kwargs(
-        run.env_id, run.num_trials, run.screen_size, run.repeat_action_probability
-    )
-    env = make_env(run.env_id, **kwargs)
+    env = make_env(run_config.env_id, **run_config.env_kwargs)
     try:
         spaces.check_spaces(agent, env.observation_space, env.action_space)
     finally:
