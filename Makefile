@@ -34,11 +34,11 @@ lint: install-test
 	$(VENV)/bin/ruff format --check .
 
 test: lint
-	$(PY) -m pytest -n 2 --timeout=900 -q -m "not long" --durations=25
+	$(PY) -m pytest -n 2 --dist loadgroup --timeout=900 -q -m "not long" --durations=25
 
 # Tests marked long (command-line twins of faster in-process tests): not in CI's budget.
 test-long: install-test
-	$(PY) -m pytest -n 2 --timeout=900 -q -m long
+	$(PY) -m pytest -n 2 --dist loadgroup --timeout=900 -q -m long
 
 format: install-test
 	$(VENV)/bin/ruff format .

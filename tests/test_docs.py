@@ -119,6 +119,7 @@ def page_failures(request, tmp_path_factory):
         return {page: future.result() for page, future in futures.items()}
 
 
+@pytest.mark.xdist_group("docs")  # one worker runs the shared fixture (make test: loadgroup)
 @pytest.mark.parametrize("page", PAGES)
 def test_code_blocks_run(page, page_failures):
     if not blocks(_read(page)):

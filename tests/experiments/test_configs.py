@@ -1,8 +1,11 @@
-"""Every shipped flagfile parses and trains a few updates through `experiments.train`.
+"""Every shipped flagfile parses and trains a few updates.
 
-The run length, batch and evaluation flags are shrunk on the command line (flags after
---flagfile override it); everything else - environment, torso, core, optimizer, XLA - is
-the config's own. Learning results for the configs are in their headers and BUILD.md.
+The runs go through ``tfagents_vtrace.train(flagfile=...)`` in this process (the command line
+is a shell over it, and reads flagfiles with the same ``settings.read_flagfile``; one run
+through ``experiments.train`` checks that shell). The run length, batch and evaluation
+settings are shrunk (settings given override the flagfile's); everything else -
+environment, torso, core, optimizer, XLA - is the config's own. Learning results for the
+configs are in docs/results (each file's header links its page).
 """
 
 import importlib.util
@@ -16,17 +19,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "experiments" / "configs").glob("*.cfg"))
-SHRINK = [
-    "--total_steps=200",
-    "--num_envs=4",  # divisible by the configs' num_minibatches
-    "--unroll_length=4",
-    "--batch_unrolls=1",
-    "--eval_every=0",
-    "--eval_episodes=1",
-    "--stop_return=1e9",
-    "--export=false",
-    "--log_every_s=1",
-]
+SHRINK = {
+    "total_steps": 200,
+    "num_envs": 4,  # divisible by the configs' num_minibatches
+    "unroll_length": 4,
+    "batch_unrolls": 1,
+    "eval_every": 0,
+    "eval_episodes": 1,
+    "stop_return": 1e9,
+    "export": False,
+    "log_every_s": 1,
+}
 NEEDS = {"atari": ("ale_py", "cv2"), "minatar": ("minatar",)}
 
 
@@ -40,23 +43,38 @@ def test_every_agent_has_a_config():
     assert {"impala", "a2c", "a3c", "acer", "taac"} <= names
 
 
+def _extra(config: Path) -> dict:
+    if config.name.startswith("a3c"):
+        return {"t_max": 4, "num_workers": 2}
+    if config.name.startswith("taac"):  # collect less at random so a few updates run
+        return {"initial_collect_steps": 150}
+    return {}
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
 def test_config_smoke_run(tmp_path, config):
+    import tfagents_vtrace as tv
+
     missing = _missing(config)
     if missing:
         pytest.skip(f"needs {missing}")
-    extra = ["--t_max=4", "--num_workers=2"] if config.name.startswith("a3c") else []
-    if config.name.startswith("taac"):  # collect less at random so a few updates run
-        extra = ["--initial_collect_steps=150"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run(
-        [sys.executable, "-m", "experiments.train", f"--flagfile={config}",
-         f"--logdir={tmp_path / 'run'}", *SHRINK, *extra],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    final = json.loads(proc.stdout.strip().splitlines()[-1])
+    final = tv.train(flagfile=str(config), logdir=tmp_path / "run", **SHRINK, **_extra(config))
     assert final["final"] is True
     assert final["step"] >= 200
     assert final.get("updates", 1) > 0
     assert (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+def test_a_config_through_the_command_line(tmp_path):
+    config = ROOT / "experiments" / "configs" / "a2c_cartpole.cfg"
+    shrink = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in SHRINK.items()]
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.train", f"--flagfile={config}",
+         f"--logdir={tmp_path / 'run'}", *shrink],
+        cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), capture_output=True,
+        text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    final = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert final["final"] is True and final["step"] >= 200
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["agent"] == "a2c"
