@@ -10,30 +10,24 @@ Defaults are chainerrl's ``ACER`` (``reference/chainerrl_acer.txt``): ``entropy_
 beta = 0.01, ``pi_loss_coef`` = 1, ``q_loss_coef`` = 0.5, trust region on with alpha = 0.99,
 delta = 1, ``truncation_threshold`` = 10, ``n_times_replay`` = 8, ``replay_start_size`` =
 10^4, ``normalize_loss_by_steps``, ``use_q_opc`` off, statistics decay 0.999 per step. The
-flagfiles ``experiments/configs/acer_*.cfg`` set their tuned values explicitly. Where the
-first version of this package differed, the choice and its evidence (issue #16):
+flagfiles ``experiments/configs/acer_*.cfg`` set their tuned values explicitly. Choices, and
+why (measurements: ``docs/results/cartpole.md``, ``docs/results/pendulum.md``):
 
-* Discrete V: ``V = sum_a pi(a|x) Q(x, a)`` only (the reference). The first version also
-  regressed a separate V head on it (``1/2 (V_head - V)^2``, weight ``q_loss_coef``, moving
-  the shared torso); dropped, no option: with ``acer_cartpole.cfg`` (seeds 0-5) the first
-  greedy evaluation >= 475 came at 45,120 / 40,000 / 45,120 / 35,200 / 40,000 / 35,200
-  steps with it and at 40,000 / 35,200 / 25,280 / 30,080 / 30,080 / 25,280 without
-  (median 40,000 against 30,080; later with it on every seed).
+* Discrete V: ``V = sum_a pi(a|x) Q(x, a)`` only, as the reference; a separate V head
+  regressed on it (moving the shared torso) made CartPole solve later, so there is none.
 * ``pi_loss_coef`` scales the entropy term too (the reference's ``pi_loss *= pi_loss_coef``
-  after ``pi_loss -= beta H``); no option.
+  after ``pi_loss -= beta H``).
 * ``trust_region_params`` = "mean_var": the Gaussian trust region projects in
   phi = (mean, variance), chainerrl's ``GaussianDistribution.params``; "loc_scale" (phi =
-  (mean, std), the first version's) is selectable. Categorical policies use the logits
-  either way (chainerrl's ``SoftmaxDistribution.params``). On ``acer_pendulum.cfg`` (seed
-  0, replay 4 / 5,000) the first greedy evaluation >= -400 came at 230,080 steps with
-  "mean_var" and 220,160 with "loc_scale" (-209 / -202 at 300k): no difference shown.
+  (mean, std)) is selectable and measured no different on Pendulum. Categorical policies use
+  the logits either way (chainerrl's ``SoftmaxDistribution.params``).
 * ``on_policy_importance_weights`` = False: the on-policy update is exactly on-policy, as
   the reference's ``update_on_policy`` (``action_distrib_mu=None``: rho = 1, no truncation,
   no bias correction, trace and V-target weights 1), and with workers its gradient is
   taken on the weights that acted (the local copy is synced after it, as chainerrl's
-  ``sync_parameters``). True is the first version's: the unroll is weighted by pi/mu
-  against the stored mu with truncation and bias correction, and a worker re-syncs its copy
-  before the gradient (rho != 1 then; inline, mu = pi and both agree).
+  ``sync_parameters``). True weights the unroll by pi/mu against the stored mu with
+  truncation and bias correction, and a worker re-syncs its copy before the gradient
+  (rho != 1 then; inline, mu = pi and both agree).
 * ``replay_poisson`` = False: ``n_times_replay`` replay updates per on-policy update, the
   reference's fixed count; True draws the count from Poisson(``n_times_replay``), the
   paper's Algorithm 1 (``n <- Poisson(r)``).
@@ -41,8 +35,7 @@ first version of this package differed, the choice and its evidence (issue #16):
   ``average_entropy_decay`` and ``average_kl_decay``: ``average_value`` and
   ``average_entropy`` follow every acted step (those of the on-policy updates, in time
   order), ``average_kl`` every step of every update with the trust region on (each
-  sequence's steps in reverse time order, as the reference's backward loop). The first
-  version decayed once per update (0.99) by the update's mean.
+  sequence's steps in reverse time order, as the reference's backward loop).
 * Unshared models (chainerrl's ``ACERSeparateModel`` / ``ACERSDNSeparateModel``) are the
   network's ``q_hidden_sizes``; the stochastic dueling network's n is ``sdn_num_samples``
   and its advantage MLP ``sdn_hidden_sizes`` (:class:`~tfagents_vtrace.networks.NetworkConfig`).

@@ -2,28 +2,26 @@
 for Continuous Control", 2021, https://arxiv.org/abs/2104.06521).
 
 Each field is an ``experiments.train`` flag of the same name, generated from this class
-(type, default and the docstring under the field) by ``experiments.config_flags``.
-Defaults follow ALF's ``TaacAlgorithmBase`` (``reference/alf_taac.txt``); where today's
-earlier behaviour differs it is kept as an option (issue #16):
+(type, default and the docstring under the field) by ``experiments.config_flags``; the
+fields TAAC shares with other agents (discount, reward scale, learning rate, gradient
+clipping, XLA, the non-finite stop) come from
+:class:`~tfagents_vtrace.agents.learner_config.AgentConfig`. Defaults follow ALF's
+``TaacAlgorithmBase`` (``reference/alf_taac.txt``); two departures from it are options:
 
 * ``forced_switch_cuts`` (default False, ALF): the replay stores the *sampled* ``b`` as the
   rollout switch, so a ``max_repeat_steps`` forced switch does not cut the compare-through
-  return. True stores the effective switch (sampled or forced), as before issue #16.
+  return. True stores the effective switch (sampled or forced).
 * ``mask_last_steps`` (default False, ALF): the critic loss keeps the steps that end an
   episode (ALF's ``TAACTDLoss`` masks them only in its summaries; the per-step loss, zero at
   the window's last step, is averaged over the whole ``[T, B]`` window). True averages over
-  the steps that do not end an episode, as before issue #16.
-* ``num_critic_replicas``, ``reward_dim``, ``reward_weights``, ``reward_discounts``
-  (ALF's ``num_critic_replicas``, ``reward_spec``, ``reward_weights`` and the list ``gamma``
-  of ``TAACTDLoss``), ``td_loss`` (ALF's ``td_error_loss_fn``) and ``target_entropy`` (ALF's
-  ``target_entropy``: one value, or one per sub-policy ``(b, action)``; through the Python
-  API also callables of the sub-policy's :class:`EntropySpec`) are ALF's options with ALF's
-  defaults (before issue #16: two replicas, a scalar reward and the squared loss, fixed).
-  One ``target_entropy`` value now sets both sub-policies, as in ALF; before, it set the
-  action's only and ``b_target_entropy`` the b choice's (now ``--target_entropy=b,action``).
+  the steps that do not end an episode.
 
-Measured evidence for the defaults (Pendulum-v1, ``taac_pendulum.cfg``) is in that file's
-header.
+``num_critic_replicas``, ``reward_dim``, ``reward_weights``, ``reward_discounts`` (ALF's
+``num_critic_replicas``, ``reward_spec``, ``reward_weights`` and the list ``gamma`` of
+``TAACTDLoss``), ``td_loss`` (ALF's ``td_error_loss_fn``) and ``target_entropy`` (ALF's
+``target_entropy``: one value for both sub-policies, or one per sub-policy ``(b, action)``;
+through the Python API also callables of the sub-policy's :class:`EntropySpec`) are ALF's
+options with ALF's defaults. Measurements on Pendulum-v1: ``docs/results/pendulum.md``.
 """
 
 from __future__ import annotations
@@ -123,10 +121,10 @@ class TaacConfig(AgentConfig):
     mask_last_steps: bool = False
     """False (ALF): the critic loss averages over the whole window, steps that end an episode
     included (the per-step loss is zero at the window's last step). True: it averages over the
-    steps that do not end an episode only (before issue #16)."""
+    steps that do not end an episode only."""
     forced_switch_cuts: bool = False
     """False (ALF): the replay stores the sampled b, so a max_repeat_steps forced switch does
-    not cut the compare-through return. True: it stores the effective switch (before #16)."""
+    not cut the compare-through return. True: it stores the effective switch."""
     alpha_learning_rate: float | None = None
     """Adam learning rate of the two log-temperatures (None: ``learning_rate``)."""
     initial_alpha: float = 1.0
