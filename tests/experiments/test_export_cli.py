@@ -161,7 +161,7 @@ def test_export_formats_with_check(tmp_path):
     net = NetworkConfig(hidden_sizes=(16,), core="lstm", lstm_size=8, use_prev_action=True,
                         use_prev_reward=True)  # fmt: skip
     train(run, agent, agent.Config(), net, logdir)
-    for fmt, name in (("onnx", "p.onnx"), ("saved_model", "p")):
+    for fmt, name in (("tflite", "p.tflite"), ("onnx", "p.onnx"), ("saved_model", "p")):
         output = str(tmp_path / name)
         cmd = [sys.executable, "-m", "experiments.export", f"--logdir={logdir}",
                f"--output={output}", f"--format={fmt}", "--check", "--check_steps=200"]  # fmt: skip
