@@ -28,7 +28,8 @@ OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACTIONS = {"multi_discrete": gym.spaces.MultiDiscrete([3, 2, 4]),
            "multi_binary": gym.spaces.MultiBinary(3)}  # fmt: skip
 NET = NetworkConfig(torso="nature_cnn", hidden_sizes=(8,), cnn_dense_size=8, core="lstm",
-                    lstm_size=4, use_prev_action=True, use_prev_reward=True)  # fmt: skip
+                    lstm_size=4, use_prev_action=True, use_prev_reward=True,
+                    cnn_compute_dtype="float32")  # the export's reference  # fmt: skip
 FORMATS = {"tflite": ("ai_edge_litert",), "onnx": ("tf2onnx", "onnxruntime")}
 
 

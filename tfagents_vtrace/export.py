@@ -292,7 +292,7 @@ def export_policy(
     if not isinstance(network, ActorCriticNetwork):
         raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
     check_export_path(path, overwrite)  # before anything is traced
-    module = PolicyModule(network)
+    module = PolicyModule(export_portable.exported_network(network))
 
     def write(directory: str) -> None:
         tf.saved_model.save(module, directory, signatures=module.serving_signatures())

@@ -37,7 +37,11 @@ import tempfile
 
 import tensorflow as tf
 
-from tfagents_vtrace.export_portable import check_single_observation, portable_functions
+from tfagents_vtrace.export_portable import (
+    check_single_observation,
+    exported_network,
+    portable_functions,
+)
 from tfagents_vtrace.export_target import check_export_file, write_file_atomically
 from tfagents_vtrace.networks import ActorCriticNetwork
 
@@ -65,6 +69,7 @@ def tflite_model(network: ActorCriticNetwork) -> bytes:
     if not isinstance(network, ActorCriticNetwork):
         raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
     check_single_observation(network, "LiteRT")
+    network = exported_network(network)
     functions = portable_functions(network)
     functions["get_initial_state"] = _initial_state_function(network)
     return convert_functions(functions)

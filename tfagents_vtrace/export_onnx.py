@@ -70,6 +70,7 @@ def onnx_model(network: ActorCriticNetwork, opset: int = DEFAULT_OPSET) -> bytes
     if not isinstance(network, ActorCriticNetwork):
         raise ValueError(f"network must be an ActorCriticNetwork, got {type(network).__name__}")
     export_portable.check_single_observation(network, "ONNX")
+    network = export_portable.exported_network(network)
     function, specs = onnx_step(network)
     return convert_function(function, specs, policy_metadata(network), opset)
 

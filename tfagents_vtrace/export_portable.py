@@ -31,7 +31,9 @@ constants), ready for ``tf.lite``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import weakref
 
 import tensorflow as tf
 
@@ -45,6 +47,26 @@ NOISE_LAWS = {
     "multi_binary": "uniform",
 }
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+# network -> its float32 copy (exported_network); not an attribute: Keras would track it.
+_FLOAT32_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def exported_network(network: ActorCriticNetwork) -> ActorCriticNetwork:
+    """The network an export traces: ``network`` itself, or, when its conv torso computes in
+    bfloat16 only because ``cnn_compute_dtype="auto"`` chose it on this machine, a float32
+    copy with the same weights. An exported policy then does not depend on the ISA of the
+    machine that wrote it (bfloat16 is several times slower than float32 on a CPU without
+    AVX-512 BF16 or AMX); an explicit ``"bfloat16"`` is exported as it is."""
+    config = network.config
+    if config.cnn_compute_dtype != "auto" or network.cnn_compute_dtype == "float32":
+        return network
+    copy = _FLOAT32_COPIES.get(network)  # built once per network (a run exports often)
+    if copy is None:
+        config = dataclasses.replace(config, cnn_compute_dtype="float32")
+        copy = ActorCriticNetwork(config, network.observation_space, network.action_space)
+        _FLOAT32_COPIES[network] = copy
+    copy.set_weights(network.get_weights())
+    return copy
 
 
 def noise_law(network: ActorCriticNetwork) -> str:

@@ -42,7 +42,9 @@ def test_numpy_conv_policy_matches_the_network(torso, size, high, rng):
     Conv2D on the same weights (strides 4/2/1 and 1, uint8 images and 0/1 grids)."""
     space = gym.spaces.Box(0, high, (size, size, 4), np.uint8)
     tf.keras.utils.set_random_seed(0)
-    cfg = NetworkConfig(torso=torso, policy_init_scale=1.0, cnn_init="orthogonal")
+    cfg = NetworkConfig(  # float32: the reference of the float32 numpy forward pass
+        torso=torso, policy_init_scale=1.0, cnn_init="orthogonal", cnn_compute_dtype="float32"
+    )
     net = make_network(cfg, space, gym.spaces.Discrete(6))
     assert isinstance(make_policy(net, "auto"), TFPolicy)  # opt-in only
     policy = make_policy(net, "numpy", seed=3)

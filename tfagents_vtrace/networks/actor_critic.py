@@ -26,6 +26,7 @@ reads the flattened observation instead of the policy's features.
 from __future__ import annotations
 
 import collections
+import dataclasses
 
 import gymnasium as gym
 import keras
@@ -35,6 +36,7 @@ import tensorflow as tf
 from tfagents_vtrace.networks import action_spaces, distributions, heads, multi_input, torsos
 from tfagents_vtrace.networks.config import NetworkConfig
 from tfagents_vtrace.networks.core import LSTMCore
+from tfagents_vtrace.networks.precision import compute_dtype_choice
 
 NetInputs = collections.namedtuple(
     "NetInputs", ["observation", "first", "prev_action", "prev_reward"]
@@ -74,6 +76,14 @@ class ActorCriticNetwork(keras.Model):
         self.observation_space = observation_space
         self.action_space = action_space
         self._setup_spaces(config, observation_space, action_space)
+        # The conv torsos' arithmetic on this machine ("auto" resolved once, here) and why.
+        self.cnn_compute_dtype, self.cnn_compute_dtype_reason = "float32", "MLP torso"
+        if config.torso != "mlp":
+            self.cnn_compute_dtype, self.cnn_compute_dtype_reason = compute_dtype_choice(
+                config.cnn_compute_dtype
+            )
+            if config.cnn_compute_dtype != self.cnn_compute_dtype:
+                config = dataclasses.replace(config, cnn_compute_dtype=self.cnn_compute_dtype)
         self.torso = self._make_torso(config)
         self.core = None
         if config.core == "lstm":

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfagents_vtrace.networks.precision import CNN_COMPUTE_DTYPES
 from tfagents_vtrace.validation import check_choice as _check_choice
 from tfagents_vtrace.validation import check_positive as _check_positive
 
 CNN_INITS = ("glorot", "orthogonal")
-CNN_COMPUTE_DTYPES = ("float32", "bfloat16")
 TORSOS = ("mlp", "nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet")
 CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
@@ -66,10 +66,14 @@ class NetworkConfig:
     # or "orthogonal" (Orthogonal with the relu gain sqrt(2), as OpenAI Baselines' and
     # CleanRL's Atari networks). Biases start at 0 either way.
     cnn_init: str = "glorot"
-    # Arithmetic of the same conv torsos: "float32", or "bfloat16" (Keras's mixed_bfloat16:
+    # Arithmetic of the same conv torsos: "float32", "bfloat16" (Keras's mixed_bfloat16:
     # bfloat16 convolutions and dense layer on float32 weights, features cast back to float32
-    # for the heads; fast on CPUs with AVX-512 BF16 or AMX, slow on others).
-    cnn_compute_dtype: str = "float32"
+    # for the heads; fast on CPUs with AVX-512 BF16 or AMX, several times slower than float32
+    # on others) or "auto": bfloat16 where the hardware computes it natively (a GPU of
+    # compute capability >= 8.0, a CPU with avx512_bf16 or amx_bf16), else float32; resolved
+    # where the network is built (networks/precision.py), so a moved run resolves again. An
+    # exported policy of an "auto" network computes in float32 (it runs on any machine).
+    cnn_compute_dtype: str = "auto"
     # Recurrent core: None (feed-forward, state is ()) or "lstm".
     core: str | None = None
     # Number of LSTM units.
@@ -120,8 +124,10 @@ class NetworkConfig:
         _check_choice("cnn_init", self.cnn_init, CNN_INITS)
         _check_choice("cnn_compute_dtype", self.cnn_compute_dtype, CNN_COMPUTE_DTYPES)
         conv = tuple(t for t in TORSOS if t != "mlp")  # every conv torso implements both
-        for name, default in (("cnn_init", "glorot"), ("cnn_compute_dtype", "float32")):
-            if getattr(self, name) != default and self.torso not in conv:
+        # float32 and auto are what an MLP torso computes (an older config.json holds float32)
+        allowed = {"cnn_init": ("glorot",), "cnn_compute_dtype": ("auto", "float32")}
+        for name, values in allowed.items():
+            if getattr(self, name) not in values and self.torso not in conv:
                 raise ValueError(
                     f"NetworkConfig.{name}={getattr(self, name)!r} applies to the torsos "
                     f"{conv}, not torso={self.torso!r}"

@@ -24,7 +24,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from tfagents_vtrace.networks.config import CNN_COMPUTE_DTYPES, CNN_INITS
+from tfagents_vtrace.networks.config import CNN_INITS
+from tfagents_vtrace.networks.precision import resolve_compute_dtype
 
 
 def preprocess_observation(
@@ -127,14 +128,11 @@ def _kernel_init(init: str):
 
 def _dtype_policy(compute_dtype: str):
     """float32 throughout, or bfloat16 arithmetic on float32 variables (Keras's
-    "mixed_bfloat16": oneDNN's AVX-512 BF16 kernels on CPUs that have them)."""
-    if compute_dtype == "float32":
+    "mixed_bfloat16": oneDNN's AVX-512 BF16 / AMX kernels on CPUs that have them); "auto"
+    resolves to one of them for this machine (:mod:`tfagents_vtrace.networks.precision`)."""
+    if resolve_compute_dtype(compute_dtype) == "float32":
         return None
-    if compute_dtype == "bfloat16":
-        return keras.DTypePolicy("mixed_bfloat16")
-    raise ValueError(
-        f"cnn_compute_dtype: expected one of {CNN_COMPUTE_DTYPES}, received {compute_dtype!r}"
-    )
+    return keras.DTypePolicy("mixed_bfloat16")
 
 
 class ConvTorso(keras.layers.Layer):

@@ -210,9 +210,24 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
 
         glue = ActorLearner(run, agent, agent_config, network_config, **kwargs)
     config = run_config_dict(name, run, agent_config, network_config)
-    return Driver(
+    driver = Driver(
         run, glue, logdir, config, start_time, kwargs["strategy"], kwargs.get("env_factory")
     )
+    if driver.role.is_chief:
+        print_compute_dtype(network_config)
+    return driver
+
+
+def print_compute_dtype(network_config) -> None:
+    """The start line ``cnn compute dtype: bfloat16 (auto: CPU has amx_bf16)`` on stderr,
+    for a network with a conv torso ("auto" resolved for this machine, as the network was)."""
+    from tfagents_vtrace.networks.precision import compute_dtype_choice
+
+    value = getattr(network_config, "cnn_compute_dtype", None)
+    if value is None or getattr(network_config, "torso", "mlp") == "mlp":
+        return
+    dtype, why = compute_dtype_choice(value)
+    print(f"cnn compute dtype: {dtype} ({why})", file=sys.stderr, flush=True)
 
 
 def seed_everything(run) -> None:
