@@ -32,6 +32,12 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
   (``make_atari_env`` + ``VecFrameStack(4)``, n_steps 5, RMSProp) on CPU with
   ``torch.set_num_threads(k)``; steps / seconds of ``model.learn`` (bench extra).
 
+Every round also measures the env-only ceiling (``--env_worker``: the project's vector env of
+``--num_envs`` Pong environments, as the configs make them, stepped with random actions for
+``--steps``, no network): the table states each system's throughput as a fraction of it. The
+first line names the machine (CPU model, cores, avx2 / avx512f / avx512_bf16 / amx_bf16, what
+``--cnn_compute_dtype=auto`` resolves to: ``benchmarks/machine.py``).
+
 Both need the ``atari`` extra (ale-py, opencv); SB3 needs the ``bench`` extra. A missing
 package stops the script with one line on stderr and exit code 2.
 """
@@ -48,6 +54,12 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+from machine import machine_info, machine_line  # noqa: E402
+
+sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {  # system: (flagfile, extra flags)
@@ -86,6 +98,32 @@ def sb3_worker(args: argparse.Namespace) -> None:
     print(json.dumps({"final": True, "step": int(model.num_timesteps),
                       "train_sps": model.num_timesteps / seconds,
                       "torch_threads": torch.get_num_threads()}), flush=True)  # fmt: skip
+
+
+def env_worker(args: argparse.Namespace) -> None:
+    """Steps the project's vector env of ``--num_envs`` environments ``--steps`` agent steps
+    with random actions (the env-only ceiling); prints one JSON line."""
+    import numpy as np
+
+    from tfagents_vtrace.envs import make_vector_env
+
+    env = make_vector_env(args.env, args.num_envs, seed=0)
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    n, steps = env.action_space.shape[0], 0
+    start = time.time()
+    while steps < args.steps:
+        env.step(rng.integers(0, env.single_action_space.n, n))
+        steps += n
+    seconds = time.time() - start
+    env.close()
+    print(json.dumps({"final": True, "step": steps, "train_sps": steps / seconds}), flush=True)
+
+
+def run_ceiling(args: argparse.Namespace) -> float:
+    cmd = [sys.executable, os.path.abspath(__file__), "--env_worker", f"--env={args.env}",
+           f"--steps={args.steps}", f"--num_envs={args.num_envs}"]  # fmt: skip
+    return _run(cmd)["train_sps"]
 
 
 def _last_json(stdout: str) -> dict:
@@ -154,7 +192,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="flagfile of the baseline system, relative to --baseline_tree",
     )
     p.add_argument("--sb3_worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--env_worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.env_worker:
+        return args
     if args.sb3_worker:
         args.torch_threads = int(args.torch_threads)
         return args
@@ -188,7 +229,11 @@ def main(argv=None) -> None:
     if args.sb3_worker:
         sb3_worker(args)
         return
-    names = [s for s in args.systems if s != "sb3_a2c"]
+    if args.env_worker:
+        env_worker(args)
+        return
+    print(machine_line(), flush=True)
+    names = ["env_only"] + [s for s in args.systems if s != "sb3_a2c"]
     if "sb3_a2c" in args.systems:
         names += [f"sb3_a2c_{t}t" for t in args.torch_threads]
     sps: dict[str, list[float]] = {name: [] for name in names}
@@ -199,7 +244,9 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as workdir:
         for round_ in range(args.rounds):
             for name in names:
-                if name.startswith("sb3_a2c_"):
+                if name == "env_only":
+                    value = run_ceiling(args)
+                elif name.startswith("sb3_a2c_"):
                     value = run_sb3(int(name.split("_")[-1][:-1]), args)
                 else:
                     value = run_ours(name, args, workdir, round_)
@@ -209,16 +256,19 @@ def main(argv=None) -> None:
     sb3 = {n: m for n, m in medians.items() if n.startswith("sb3_a2c_")}
     best = max(sb3.values()) if sb3 else None
     refs = [r for r in ("resnet_lstm_xla_f32", "baseline") if r in medians]
-    print("| system | median steps/s | runs | to SB3 A2C at its best |"
+    ceiling = medians["env_only"]
+    print("| system | median steps/s | of env-only ceiling | runs | to SB3 A2C at its best |"
           + "".join(f" to {r} |" for r in refs))  # fmt: skip
-    print("|---|---|---|---|" + "---|" * len(refs))
+    print("|---|---|---|---|---|" + "---|" * len(refs))
     for name, median in medians.items():
         ratio = f"{median / best:.2f}x" if best else "-"
+        of_ceiling = f"{median / ceiling:.0%}" if ceiling else "-"
         to_ref = "".join(
             f" {median / medians[r]:.2f}x |" if name in RESNET else " - |" for r in refs
         )
-        print(f"| {name} | {median:.1f} | {len(sps[name])} | {ratio} |{to_ref}")
+        print(f"| {name} | {median:.1f} | {of_ceiling} | {len(sps[name])} | {ratio} |{to_ref}")
     print(json.dumps({"medians": medians, "runs": sps, "sb3_best": best,
+                      "env_only_ceiling": ceiling, "machine": machine_info(),
                       "wall_time": time.time() - START_TIME}))  # fmt: skip
 
 

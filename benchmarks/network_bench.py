@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -27,6 +28,11 @@ import tensorflow as tf  # noqa: E402
 
 from tfagents_vtrace.export import PolicyModule, export_policy  # noqa: E402
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import machine_line  # noqa: E402
+
+sys.path.remove(os.path.dirname(os.path.abspath(__file__)))  # minatar.py shadows a package
 
 OBS = gym.spaces.Box(-5.0, 5.0, (4,), np.float32)
 ACT = gym.spaces.Discrete(2)
@@ -135,6 +141,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, calls, learn_rounds = (5, 50, 2) if args.quick else (11, 200, 5)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(machine_line())
     print(f"TF {tf.__version__}, {os.cpu_count()} CPUs, load average at start: {load}")
 
     if args.part in ("all", "acting"):

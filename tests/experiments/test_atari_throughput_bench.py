@@ -33,6 +33,12 @@ def test_a_tiny_run_prints_the_table_and_a_json_line():
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["medians"]["ours"] > 0 and len(result["runs"]["ours"]) == 1
     assert "| ours |" in out.stdout
+    # the machine first, the env-only ceiling of the same run, ours as a fraction of it
+    assert out.stdout.startswith("machine: ") and "amx_bf16 " in out.stdout.splitlines()[0]
+    assert result["env_only_ceiling"] > 0 and "| env_only |" in out.stdout
+    assert result["machine"]["isa"].keys() == {"avx2", "avx512f", "avx512_bf16", "amx_bf16"}
+    row = next(line for line in out.stdout.splitlines() if line.startswith("| ours |"))
+    assert row.split("|")[3].strip().endswith("%")
 
 
 def test_an_env_count_that_does_not_split_over_the_actor_threads_is_refused():
