@@ -34,7 +34,7 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
 
 Every round also measures the env-only ceiling (``--env_worker``: the project's vector env of
 ``--num_envs`` Pong environments, as the configs make them, stepped with random actions for
-``--steps``, no network): the table states each system's throughput as a fraction of it. The
+``--ceiling_steps``, no network): the table states each system's throughput as a fraction of it. The
 first line names the machine (CPU model, cores, avx2 / avx512f / avx512_bf16 / amx_bf16, what
 ``--cnn_compute_dtype=auto`` resolves to: ``benchmarks/machine.py``).
 
@@ -122,7 +122,7 @@ def env_worker(args: argparse.Namespace) -> None:
 
 def run_ceiling(args: argparse.Namespace) -> float:
     cmd = [sys.executable, os.path.abspath(__file__), "--env_worker", f"--env={args.env}",
-           f"--steps={args.steps}", f"--num_envs={args.num_envs}"]  # fmt: skip
+           f"--steps={args.ceiling_steps}", f"--num_envs={args.num_envs}"]  # fmt: skip
     return _run(cmd)["train_sps"]
 
 
@@ -182,6 +182,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=60_000)
     p.add_argument("--resnet_steps", type=int, default=10_000, help="steps of resnet_lstm")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument(
+        "--ceiling_steps", type=int, default=10_000, help="steps of the env-only ceiling"
+    )
     p.add_argument("--num_envs", type=int, default=8)
     p.add_argument("--torch_threads", default="1,2")
     p.add_argument("--systems", default="ours,resnet_lstm,sb3_a2c")
