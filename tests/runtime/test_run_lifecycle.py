@@ -77,6 +77,16 @@ def test_a_run_of_another_agent_env_or_network_is_refused(tmp_path):
     assert json.load(open(os.path.join(logdir, "config.json"))) == _config()
 
 
+def test_a_changed_cnn_compute_dtype_resumes(tmp_path, capsys):
+    """A run written with float32 (the default before "auto") resumes under "auto": the
+    compute dtype changes no variable of the checkpoint."""
+    logdir = str(tmp_path)
+    _fake_run(logdir, _config(network_config__cnn_compute_dtype="float32"))
+    changed = _config(network_config__cnn_compute_dtype="auto")
+    assert run_dir.prepare_logdir(logdir, changed) == "resume"
+    assert "cnn_compute_dtype: 'float32' -> 'auto'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "change, pattern",
     [

@@ -51,6 +51,19 @@ _RUN_ENTRIES = (
 _PARTIAL_WRITES = ("config.json.tmp", "final.json.tmp", "metrics.jsonl.tmp")
 # Config entries that must match to resume: the checkpoint holds their variables.
 _STRUCTURAL = ("agent", "env_id", "network_config")
+# Network settings a checkpoint does not depend on: the conv torsos' compute dtype
+# ("mixed_bfloat16" keeps float32 variables), which "auto" resolves per machine.
+_NOT_STRUCTURAL = {"network_config": ("cnn_compute_dtype",)}
+
+
+def _structural_part(config: dict) -> dict:
+    out = {}
+    for key in _STRUCTURAL:
+        value = config.get(key)
+        if isinstance(value, dict) and key in _NOT_STRUCTURAL:
+            value = {k: v for k, v in value.items() if k not in _NOT_STRUCTURAL[key]}
+        out[key] = value
+    return out
 
 
 def _is_run_config(logdir: str) -> bool:
@@ -164,9 +177,7 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
         )
         return "resume"
     old, new = read_config(logdir), config
-    structural = _differences(
-        {k: old.get(k) for k in _STRUCTURAL}, {k: new.get(k) for k in _STRUCTURAL}
-    )
+    structural = _differences(_structural_part(old), _structural_part(new))
     for path in new.get("resume_fixed") or ():  # e.g. "agent_config.actor_hidden_sizes"
         section, name = path.split(".", 1)
         before, after = (old.get(section) or {}), (new.get(section) or {})
