@@ -34,10 +34,20 @@ experiments.evaluate --greedy`` / ``--nogreedy`` do, with one load for both; SB3
 ``evaluate_policy``, deterministic and not); the wall time from the training subprocess's
 start to the end of training, imports and the periodic evaluations included (ours: train's
 final ``wall_time``, which also covers its policy export); and steps/s = steps / wall time.
-Prints one row per run, then one table with, per game and system, the medians over seeds and
-the SB3 median wall time over this system's; writes a PNG of the learning curves (greedy
-evaluation return, and faintly the training episode return, against environment steps; one
-panel per game) with ``--plot``; the last line is JSON.
+Prints one row per run, then one table with, per game and system, the medians over seeds,
+the SB3 median wall time over this system's, and the interquartile mean (IQM) of the greedy
+and of the sampled returns over seeds with its 95% percentile bootstrap confidence interval
+(``benchmarks/seed_stats.py``: ``scipy.stats.trim_mean(x, 0.25)``, 2000 resamples of the
+runs, seed 0; with fewer than 5 runs a line under the table says the interval is wide).
+With ``--plot=PATH`` it writes a PNG of the learning curves (greedy evaluation return, and
+faintly the training episode return, against environment steps; one panel per game) and,
+per game, ``PATH`` with ``_<game>_seeds.png`` for its extension: each system's median over
+seeds with an interquartile band, drawn by ``tfv-plot``'s
+:func:`tfagents_vtrace.commands.plot.plot_runs` from the runs' ``metrics.jsonl`` (the
+numbers behind it in a CSV beside it). The last line is JSON: the runs, the table
+(``medians``) and ``seed_stats``: per system, :func:`seed_stats.summarize` of the greedy
+and of the sampled returns by game (median, IQM, their CIs; no aggregate over games, whose
+raw returns do not share a scale).
 
 SB3 runs only ``--sb3_seeds`` (default: the first seed), because a 2M-step SB3 PPO run takes
 about 9 minutes here; medians are over the seeds each system ran. The SB3 side needs the
@@ -69,6 +79,13 @@ if __name__ == "__main__":
     # `minatar` package: drop that entry before anything imports it.
     _HERE = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+_STATS_SPEC = importlib.util.spec_from_file_location(  # by path: benchmarks/ is not on sys.path
+    "minatar_seed_stats", os.path.join(REPO, "benchmarks", "seed_stats.py")
+)
+seed_stats = importlib.util.module_from_spec(_STATS_SPEC)
+_STATS_SPEC.loader.exec_module(seed_stats)
+CONFIDENCE, BOOTSTRAP_REPS, BOOTSTRAP_SEED = 0.95, 2000, 0
+RETURNS = {"greedy": "greedy_return", "sampled": "sampled_return"}
 OURS, SB3 = "ours", "sb3_ppo"
 SYSTEMS = (OURS, SB3)
 GAMES = {  # --games name -> gymnasium id; the flagfile is impala_minatar_<name>.cfg
@@ -291,7 +308,10 @@ def median_table(records: list[dict]) -> dict[str, dict[str, dict]]:
 
     Each cell holds ``runs``, ``ok`` (runs that gave a greedy return) and the medians of
     ``greedy_return``, ``sampled_return``, ``wall`` and ``sps`` (None when no run gave one),
-    plus ``sb3_wall_ratio``: SB3's median wall time over this system's (None without both).
+    plus ``sb3_wall_ratio``: SB3's median wall time over this system's (None without both),
+    and for ``greedy`` and ``sampled``: ``<kind>_iqm``, the interquartile mean of those
+    returns over the runs, and ``<kind>_iqm_ci``, its 95% bootstrap interval ``[low, high]``
+    (:mod:`seed_stats`; None when no run gave one).
     """
     table: dict[str, dict[str, dict]] = {}
     for r in records:
@@ -305,10 +325,49 @@ def median_table(records: list[dict]) -> dict[str, dict[str, dict]]:
             cell["ok"] = sum(r.get("greedy_return") is not None for r in runs)
             for key in ("greedy_return", "sampled_return", "wall", "sps"):
                 cell[key] = _median(runs, key)
+            for kind, key in RETURNS.items():
+                values = [r[key] for r in runs if r.get(key) is not None]
+                stats = _stats(values) if values else {}
+                cell[f"{kind}_iqm"] = stats.get("iqm")
+                cell[f"{kind}_iqm_ci"] = stats.get("iqm_ci")
         ref = systems.get(SB3, {}).get("wall")
         for cell in systems.values():
             cell["sb3_wall_ratio"] = ref / cell["wall"] if ref and cell["wall"] else None
     return table
+
+
+def _stats(values: list[float]) -> dict:
+    """:func:`seed_stats.summarize` of one game's returns: runs, median, IQM, their CIs."""
+    out = seed_stats.summarize(
+        {"_": values}, CONFIDENCE, BOOTSTRAP_REPS, BOOTSTRAP_SEED, aggregate=False
+    )
+    return out["tasks"]["_"]
+
+
+def stats_by_system(records: list[dict]) -> dict[str, dict[str, dict]]:
+    """system -> ``greedy`` / ``sampled`` -> :func:`seed_stats.summarize` of that system's
+    returns by game (games where no run gave one left out; no aggregate over games)."""
+    out: dict[str, dict[str, dict]] = {}
+    for system in dict.fromkeys(r["system"] for r in records):
+        for kind, key in RETURNS.items():
+            by_game: dict[str, list[float]] = {}
+            for r in records:
+                if r["system"] == system and r.get(key) is not None:
+                    by_game.setdefault(r["game"], []).append(r[key])
+            if by_game:
+                out.setdefault(system, {})[kind] = seed_stats.summarize(
+                    by_game, CONFIDENCE, BOOTSTRAP_REPS, BOOTSTRAP_SEED, aggregate=False
+                )
+    return out
+
+
+def few_runs_note(table: dict[str, dict[str, dict]]) -> str | None:
+    """The caveat on the intervals when a cell has fewer than ``seed_stats.FEW_RUNS`` runs
+    with a return (None otherwise)."""
+    counts = [c["ok"] for systems in table.values() for c in systems.values() if c["ok"]]
+    if not counts or min(counts) >= seed_stats.FEW_RUNS:
+        return None
+    return "Note: " + seed_stats.few_runs_note(min(counts), CONFIDENCE)
 
 
 def _fmt(x, spec=".1f", none="-") -> str:
@@ -319,8 +378,8 @@ def format_table(table: dict[str, dict[str, dict]]) -> str:
     """The markdown table of :func:`median_table`."""
     lines = [
         "| game | system | runs | greedy return | sampled return | wall (s) | steps/s "
-        "| SB3 wall / this wall |",
-        "|---|---|---|---|---|---|---|---|",
+        "| SB3 wall / this wall | greedy IQM [95% CI] | sampled IQM [95% CI] |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for game, systems in table.items():
         for system, c in systems.items():
@@ -328,6 +387,8 @@ def format_table(table: dict[str, dict[str, dict]]) -> str:
             cells = [game, system, f"{c['ok']}/{c['runs']}", _fmt(c["greedy_return"], ".2f")]
             cells += [_fmt(c["sampled_return"], ".2f"), _fmt(c["wall"]), _fmt(c["sps"], ".0f")]
             cells.append(ratio if ratio == "-" else ratio + "x")
+            for kind in RETURNS:
+                cells.append(seed_stats.format_ci(c[f"{kind}_iqm"], c[f"{kind}_iqm_ci"]))
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -383,6 +444,43 @@ def plot(records: list[dict], games: list[str], path: str, total_steps: int) -> 
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def seed_curves_path(path: str, game: str) -> str:
+    """Where :func:`seed_curves` draws ``game``: ``path`` with ``_<game>_seeds.png``."""
+    return os.path.splitext(path)[0] + f"_{game}_seeds.png"
+
+
+def seed_curves(records: list[dict], games: list[str], path: str) -> list[str]:
+    """Per game, each system's median over seeds with an interquartile band (return against
+    environment steps and against wall time), by ``tfv-plot``'s ``plot_runs`` from the runs'
+    ``metrics.jsonl`` (a CSV beside each PNG); returns the PNGs written (a game without a
+    readable run is left out, with a line saying why)."""
+    from tfagents_vtrace.commands.plot import plot_runs
+
+    written = []
+    for game in games:
+        runs = [
+            r
+            for r in records
+            if r["game"] == game and os.path.isfile(os.path.join(r["logdir"], "metrics.jsonl"))
+        ]
+        if not runs:
+            print(f"no seed curves for {game}: no run wrote metrics.jsonl")
+            continue
+        output = seed_curves_path(path, game)
+        try:
+            plot_runs(
+                [r["logdir"] for r in runs],
+                output,
+                f"{GAMES[game]}: median over seeds, band: interquartile range",
+                labels=[r["system"] for r in runs],
+            )
+        except (OSError, ValueError) as e:
+            print(f"no seed curves for {game}: {e}")
+            continue
+        written.append(output)
+    return written
 
 
 # ----------------------------------------------------------------------------- main
@@ -501,11 +599,19 @@ def run_all(args, workdir: str, games, systems, seeds, sb3_seeds) -> None:
     print(f"\nMedians over seeds (ours: {seeds}, SB3: {sb3_seeds}); returns over "
           f"{args.final_episodes} episodes after training")  # fmt: skip
     print(format_table(table), flush=True)
+    note = few_runs_note(table)
+    if note:
+        print(note)
+    curves = []
     if args.plot:
         plot(records, games, args.plot, args.total_steps)
         print(f"wrote {args.plot}")
+        curves = seed_curves(records, games, args.plot)
+        for path in curves:
+            print(f"wrote {path}")
     summary = {"total_steps": args.total_steps, "games": games, "systems": systems}
     summary.update(seeds=seeds, sb3_seeds=sb3_seeds, medians=table, runs=records)
+    summary.update(seed_stats=stats_by_system(records), seed_curves=curves, stats_note=note)
     print(json.dumps(summary), flush=True)
 
 

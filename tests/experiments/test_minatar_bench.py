@@ -1,5 +1,6 @@
-"""benchmarks/minatar.py: the median table from hand-made runs, its argument checks, and a tiny
-end-to-end run of each system (table, JSON line, PNG)."""
+"""benchmarks/minatar.py: the median table (and the IQM over seeds with its bootstrap CI) from
+hand-made runs, the seed curves, its argument checks, and a tiny end-to-end run of each
+system (table, JSON line, PNGs)."""
 
 import importlib.util
 import json
@@ -49,9 +50,70 @@ def test_median_table_takes_medians_per_game_and_system_and_the_wall_ratio():
     assert freeway["sb3_wall_ratio"] is None  # no SB3 run of that game
     lines = bench.format_table(table).splitlines()
     assert lines[0].startswith("| game | system | runs | greedy return | sampled return")
-    assert lines[2] == "| breakout | ours | 3/3 | 14.00 | 8.00 | 110.0 | 9 | 2.73x |"
-    assert lines[3] == "| breakout | sb3_ppo | 1/1 | 4.00 | 5.00 | 300.0 | 3 | 1.00x |"
-    assert lines[4] == "| freeway | ours | 1/2 | 20.00 | 21.00 | 50.0 | 20 | - |"
+    assert lines[0].endswith("| greedy IQM [95% CI] | sampled IQM [95% CI] |")
+    # IQM of 3 runs: their mean (scipy trim_mean(x, 0.25) drops floor(3 / 4) = 0 runs); its
+    # 95% bootstrap CI over 3 runs spans them all (3 draws of the lowest: 1/27 > 2.5%).
+    assert lines[2] == ("| breakout | ours | 3/3 | 14.00 | 8.00 | 110.0 | 9 | 2.73x "
+                        "| 18.00 [10.00, 30.00] | 8.00 [7.00, 9.00] |")  # fmt: skip
+    assert lines[3] == ("| breakout | sb3_ppo | 1/1 | 4.00 | 5.00 | 300.0 | 3 | 1.00x "
+                        "| 4.00 [4.00, 4.00] | 5.00 [5.00, 5.00] |")  # fmt: skip
+    assert lines[4] == ("| freeway | ours | 1/2 | 20.00 | 21.00 | 50.0 | 20 | - "
+                        "| 20.00 [20.00, 20.00] | 21.00 [21.00, 21.00] |")  # fmt: skip
+    assert (ours["greedy_iqm"], ours["greedy_iqm_ci"]) == (18.0, [10.0, 30.0])
+    assert (ours["sampled_iqm"], ours["sampled_iqm_ci"]) == (8.0, [7.0, 9.0])
+    assert bench.few_runs_note(table).startswith("Note: 1 run: a 95% bootstrap CI over so few")
+    stats = bench.stats_by_system(records)
+    assert list(stats) == ["ours", "sb3_ppo"] and list(stats["ours"]) == ["greedy", "sampled"]
+    greedy = stats["ours"]["greedy"]
+    assert list(greedy["tasks"]) == ["breakout", "freeway"] and "aggregate" not in greedy
+    assert greedy["tasks"]["breakout"] == {
+        "runs": 3, "median": 14.0, "median_ci": [10.0, 30.0], "iqm": 18.0,
+        "iqm_ci": [10.0, 30.0],
+    }  # fmt: skip
+    assert (greedy["confidence"], greedy["reps"]) == (0.95, 2000)
+
+
+def test_runs_of_ours_and_the_peer_take_turns_seed_by_seed(monkeypatch, tmp_path):
+    bench = _bench()
+    order = []
+
+    def runner(system):
+        def run(game, seed, logdir, args):
+            order.append((game, system, seed))
+            return _rec(game, system, seed, 1.0, 1.0, 1.0) | {"rc": 0, "logdir": logdir}
+
+        return run
+
+    monkeypatch.setattr(bench, "run_ours", runner("ours"))
+    monkeypatch.setattr(bench, "run_sb3", runner("sb3_ppo"))
+    args = bench.parse_args(["--total_steps=10"])
+    bench.run_all(args, str(tmp_path), ["breakout"], ["ours", "sb3_ppo"], [0, 1, 2], [0, 1])
+    assert order == [("breakout", "ours", 0), ("breakout", "sb3_ppo", 0),
+                     ("breakout", "ours", 1), ("breakout", "sb3_ppo", 1),
+                     ("breakout", "ours", 2)]  # fmt: skip
+
+
+def test_seed_curves_draw_each_systems_median_and_band_per_game(tmp_path, capsys):
+    bench = _bench()
+    records = []
+    for system, seed, scale in [("ours", 0, 1.0), ("sb3_ppo", 0, 0.5), ("ours", 1, 2.0)]:
+        logdir = tmp_path / f"breakout_{system}_seed{seed}"
+        logdir.mkdir()
+        rows = [{"step": s, "wall_time": s / 100, "episode_return": scale * s / 1000,
+                 "eval_return": scale * s / 500} for s in (1000, 2000, 3000)]  # fmt: skip
+        (logdir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        records.append(_rec("breakout", system, seed, 1.0, 1.0, 1.0) | {"logdir": str(logdir)})
+    records.append(_rec("freeway", "ours", 0, None, None, None) | {"logdir": str(tmp_path / "x")})
+    path = str(tmp_path / "curves.png")
+    written = bench.seed_curves(records, ["breakout", "freeway"], path)
+    assert written == [str(tmp_path / "curves_breakout_seeds.png")]
+    assert Path(written[0]).stat().st_size > 0
+    csv = (tmp_path / "curves_breakout_seeds.csv").read_text().splitlines()
+    assert csv[0].startswith("group,metric,x_axis,x,median,iqr_low,iqr_high,runs,group_runs")
+    ours = [line.split(",") for line in csv[1:] if line.startswith("ours,eval_return,step,")]
+    assert [float(c[4]) for c in ours] == [3.0, 6.0, 9.0]  # median of the two seeds
+    assert {c[-1] for c in ours} == {"2"}
+    assert "no seed curves for freeway: no run wrote metrics.jsonl" in capsys.readouterr().out
 
 
 def test_bad_arguments_and_missing_flagfiles_are_one_line_errors(monkeypatch, capsys):
@@ -113,6 +175,16 @@ def test_tiny_run_of_ours_prints_the_table_the_json_and_the_plot(tmp_path):
     assert run["steps"] >= 4000 and run["wall"] > 0 and run["sps"] > 0
     assert isinstance(run["greedy_return"], float) and isinstance(run["sampled_return"], float)
     assert summary["medians"]["breakout"]["ours"]["greedy_return"] == run["greedy_return"]
+    cell = summary["medians"]["breakout"]["ours"]
+    assert cell["greedy_iqm"] == run["greedy_return"]
+    assert cell["greedy_iqm_ci"] == [run["greedy_return"]] * 2  # one seed: the point
+    assert cell["sampled_iqm_ci"] == [run["sampled_return"]] * 2
+    greedy = summary["seed_stats"]["ours"]["greedy"]["tasks"]["breakout"]
+    assert greedy["runs"] == 1 and greedy["iqm"] == run["greedy_return"]
+    assert summary["stats_note"].startswith("Note: 1 run: a 95% bootstrap CI")
+    assert any(line.endswith("| greedy IQM [95% CI] | sampled IQM [95% CI] |") for line in lines)
+    assert summary["seed_curves"] == [str(tmp_path / "curves_breakout_seeds.png")]
+    assert (tmp_path / "curves_breakout_seeds.png").stat().st_size > 0
     rows = [json.loads(x) for x in open(Path(run["logdir"]) / "metrics.jsonl")]
     assert [r["step"] for r in rows if "eval_return" in r][-1] >= 4000
 
