@@ -104,10 +104,11 @@ def run_page(page: str, workdir: str) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def page_failures(request, tmp_path_factory):
     """The selected pages' blocks, pages side by side (each page's in order): page -> the
-    first failure's report, or None."""
+    first failure's report, or None. Session-scoped: once per process even when other
+    modules' tests run between the pages' (xdist's loadgroup keeps the pages on one worker)."""
     pages = [
         item.callspec.params["page"]
         for item in request.session.items
