@@ -8,6 +8,8 @@ Blocks tagged otherwise (```console, ```text) are not run: install commands, ``m
 """
 
 import concurrent.futures
+import fcntl
+import json
 import os
 import re
 import subprocess
@@ -104,23 +106,38 @@ def run_page(page: str, workdir: str) -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def page_failures(request, tmp_path_factory):
-    """The selected pages' blocks, pages side by side (each page's in order): page -> the
-    first failure's report, or None. Session-scoped: once per process even when other
-    modules' tests run between the pages' (xdist's loadgroup keeps the pages on one worker)."""
-    pages = [
-        item.callspec.params["page"]
-        for item in request.session.items
-        if item.originalname == "test_code_blocks_run"
-    ]
+def _run_pages(pages: list[str], tmp_path_factory) -> dict:
     dirs = {page: str(tmp_path_factory.mktemp(os.path.basename(page)[:-3])) for page in pages}
     with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_PAGES) as pool:
         futures = {page: pool.submit(run_page, page, dirs[page]) for page in pages}
         return {page: future.result() for page, future in futures.items()}
 
 
-@pytest.mark.xdist_group("docs")  # one worker runs the shared fixture (make test: loadgroup)
+@pytest.fixture(scope="session")
+def page_failures(request, tmp_path_factory):
+    """The selected pages' blocks, pages side by side (each page's in order): page -> the
+    first failure's report, or None. Run once per test session: under xdist the first worker
+    to get here runs them, holding a lock in the workers' shared temporary directory, and
+    leaves the reports there for the others."""
+    pages = [
+        item.callspec.params["page"]
+        for item in request.session.items
+        if item.originalname == "test_code_blocks_run"
+    ]
+    if not hasattr(request.config, "workerinput"):  # no xdist
+        return _run_pages(pages, tmp_path_factory)
+    shared = tmp_path_factory.getbasetemp().parent
+    reports = shared / "docs_pages.json"
+    with open(shared / "docs_pages.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if reports.is_file():
+            return json.loads(reports.read_text())
+        out = _run_pages(pages, tmp_path_factory)
+        reports.write_text(json.dumps(out))
+        return out
+
+
+@pytest.mark.xdist_group("docs")  # make test's --dist loadgroup: the pages on one worker
 @pytest.mark.parametrize("page", PAGES)
 def test_code_blocks_run(page, page_failures):
     if not blocks(_read(page)):
