@@ -1,5 +1,6 @@
 """A3C: no update lost under concurrency, interleaving workers and the global step counter,
-entropy annealing over global steps, config validation, a run directory from train()."""
+entropy annealing over global steps, config validation, a run directory from train(), and
+the workers as Ray processes (``--backend=ray``; skipped without Ray)."""
 
 import json
 import os
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.runtime import test_ray_backend as ray_tests
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.agents.a3c import A3CConfig, SharedOptimizer
 from tfagents_vtrace.networks import NetworkConfig
@@ -17,6 +19,8 @@ from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import make_driver
 
 A3C = get_agent("a3c")
+ray_session = ray_tests.ray_session  # one local Ray per module (skips without Ray)
+_assert_actors_dead = ray_tests._assert_actors_dead
 
 
 def a3c_driver(run, config, net, logdir, **kwargs):
@@ -177,13 +181,65 @@ def test_stop_return_keeps_the_evaluated_weights(tmp_path):
         np.testing.assert_array_equal(a, b)  # continued updates were rolled back
 
 
-def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
-    from tfagents_vtrace.networks import NetworkConfig
-    from tfagents_vtrace.runtime.config import RunConfig
+def test_deterministic_is_refused_with_ray_in_one_line():
+    with pytest.raises(ValueError, match="^deterministic: not available with backend='ray'"):
+        RunConfig(backend="ray", deterministic=True)
 
-    run = RunConfig(backend="ray", num_actors=1, total_steps=100)
-    with pytest.raises(ValueError, match="backend"):
-        a3c_driver(run, A3CConfig(), NetworkConfig(), str(tmp_path))
+
+def _ray_run(total_steps, **kw):
+    return RunConfig(env_id="CartPole-v1", total_steps=total_steps, num_envs=2, eval_episodes=2,
+                     log_every_s=0.05, backend="ray", **kw)  # fmt: skip
+
+
+RAY_NET = NetworkConfig(hidden_sizes=(16,))
+
+
+def test_ray_workers_train_resume_export_and_a_killed_worker_is_replaced(tmp_path, ray_session):
+    """Two worker processes return gradients that the driver applies in arrival order; the
+    run directory checkpoints, exports and resumes as with threads; a worker process killed
+    in the resumed run is replaced and counted in ``env_restarts``. (One test: each Ray
+    launch costs seconds of TensorFlow imports.)"""
+    import signal
+
+    import tfagents_vtrace.envs  # noqa: F401
+    from tfagents_vtrace.runtime import metrics_log
+
+    config = A3CConfig(num_workers=2, t_max=5)
+    trainer = a3c_driver(_ray_run(1500), config, RAY_NET, str(tmp_path), record_order=True)
+    final = trainer.run()
+    shared, source = trainer.agent.learner.shared, trainer.agent.source
+    assert 1500 <= final["step"] < 1510 and final["env_restarts"] == 0
+    assert shared.step == sum(final["worker_steps"]) == final["step"] == 10 * shared.updates
+    assert set(shared.order) == {0, 1} and final["episodes"] > 0 and final["eval_return"] > 0
+    assert os.path.exists(os.path.join(tmp_path, "policy", "saved_model.pb"))
+    assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith(f"ckpt-{shared.step}")
+    _assert_actors_dead(source)
+    rows = metrics_log.read_metrics(str(tmp_path))
+    assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})
+    assert all(r["policy_lag"] >= 0 for r in rows) and max(r["policy_lag"] for r in rows) > 0
+
+    trainer = a3c_driver(_ray_run(3000, export_policy=False), config, RAY_NET, str(tmp_path))
+    advance, seen = trainer.agent.advance, {}
+
+    def kill_worker_0_once():
+        source = trainer.agent.source
+        if not seen and trainer.counters.env_steps >= final["step"] + 400:
+            seen["pid"] = ray_session.get(source.handles[0].pid.remote())
+            seen["steps"] = source.worker_steps[0]
+            os.kill(seen["pid"], signal.SIGKILL)
+        elif source.actor_restarts[0] and "new_pid" not in seen:  # the replacement, built
+            seen["new_pid"] = ray_session.get(source.handles[0].pid.remote(), timeout=120)
+        return advance()
+
+    trainer.agent.advance = kill_worker_0_once
+    again = trainer.run()
+    source = trainer.agent.source
+    assert again["resumed"] and 3000 <= again["step"] < 3010
+    assert sum(again["worker_steps"]) == again["step"] - final["step"]
+    assert source.actor_restarts == [1, 0] and again["env_restarts"] == 1
+    assert seen["new_pid"] != seen["pid"]
+    assert again["worker_steps"][0] > seen["steps"]  # the replacement contributed
+    _assert_actors_dead(source)
 
 
 def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(tmp_path, capsys):

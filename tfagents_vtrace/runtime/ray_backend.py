@@ -27,6 +27,11 @@ unchanged:
 * on stop (end of training or any exception in the learner) every Ray actor is killed, and
   Ray is shut down if the pool started it.
 
+Starting Ray and the actor processes, replacing dead ones, weights by version and the kill
+on stop are :class:`RayProcesses`', which A3C's Ray workers
+(:mod:`tfagents_vtrace.agents.a3c.ray_workers`: gradients out, weights in) share; a host
+class derives from :class:`HostProcess`.
+
 Ray is imported lazily: importing :mod:`tfagents_vtrace` never imports it, and using the
 backend without Ray installed raises ``ImportError`` saying ``pip install .[ray]``.
 """
@@ -81,7 +86,32 @@ def _vector_env(env_factory: Callable, num_envs: int, seed: int):
     return env_factory(num_envs, seed)
 
 
-class ActorHost:
+def host_env_factory(env_factory: Callable | None, num_envs: int):
+    """The picklable ``seed -> VectorEnv`` a Ray host builds its environments with, from a
+    run's ``(num_envs, seed) -> VectorEnv`` (None: the host's default, ``make_vector_env``)."""
+    return None if env_factory is None else functools.partial(_vector_env, env_factory, num_envs)
+
+
+class HostProcess:
+    """Base of a Ray actor body: limits TensorFlow's threads in the new process before it runs
+    anything, registers the project's env ids, and answers :meth:`pid`."""
+
+    def __init__(self, tf_threads: int = 1):
+        import tensorflow as tf
+
+        try:  # before TensorFlow runs anything in this process
+            tf.config.threading.set_intra_op_parallelism_threads(tf_threads)
+            tf.config.threading.set_inter_op_parallelism_threads(tf_threads)
+        except RuntimeError:
+            pass
+        import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
+
+    def pid(self) -> int:
+        """The process id (tests use it to tell actors apart and to probe liveness)."""
+        return os.getpid()
+
+
+class ActorHost(HostProcess):
     """The body of one Ray actor: an :class:`Actor` built inside the actor's own process.
 
     Args:
@@ -94,14 +124,7 @@ class ActorHost:
 
     def __init__(self, spec, actor_id: int, env_factory=None, env_restarts: int = 0,
                  tf_threads: int = 1):  # fmt: skip
-        import tensorflow as tf
-
-        try:  # before TensorFlow runs anything in this process
-            tf.config.threading.set_intra_op_parallelism_threads(tf_threads)
-            tf.config.threading.set_inter_op_parallelism_threads(tf_threads)
-        except RuntimeError:
-            pass
-        import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
+        super().__init__(tf_threads)
         from tfagents_vtrace.runtime.actor import Actor
 
         self.actor = Actor(spec, actor_id, None, env_factory, env_restarts=int(env_restarts))
@@ -113,56 +136,56 @@ class ActorHost:
         fetch counts in ``info["weights_time"]``). Returns ``(unroll, info)``, or None when
         the environment raised and was recreated.
         """
-        if version > self.actor.weights_version:
-            import ray
-
-            start = time.perf_counter()
-            weights = ray.get(weights_ref[0])
-            self.actor.timing["weights_time"] += time.perf_counter() - start
-            self.actor.set_weights(version, weights)
+        load_weights(self.actor, version, weights_ref)
         return self.actor.unroll()
 
-    def pid(self) -> int:
-        """The process id (tests use it to tell actors apart and to probe liveness)."""
-        return os.getpid()
+
+def load_weights(actor, version: int, weights_ref: list) -> list | None:
+    """In a Ray host: loads the weights of ``version`` into ``actor`` (an :class:`Actor`) if
+    they are newer than its own, fetching ``weights_ref[0]`` (the fetch counts in the actor's
+    ``weights_time``); returns the weights it loaded, None if it kept its own."""
+    if version <= actor.weights_version:
+        return None
+    import ray
+
+    start = time.perf_counter()
+    weights = ray.get(weights_ref[0])
+    actor.timing["weights_time"] += time.perf_counter() - start
+    actor.set_weights(version, weights)
+    return weights
 
 
-class RayActorPool(threading.Thread):
-    """``num_actors`` Ray actors driven by one learner-side thread (see module docstring).
+class RayProcesses:
+    """Ray actor processes of one host class, by id: started together, replaced when one
+    dies, killed at the end; weights go to them by version.
+
+    The machinery the IMPALA actor pool (:class:`RayActorPool`) and the asynchronous A3C
+    workers (:mod:`tfagents_vtrace.agents.a3c.ray_workers`) share. A subclass names its
+    ``host_class`` (a :class:`HostProcess` whose constructor takes ``env_restarts=``) and
+    the constructor arguments of host ``i`` (:meth:`host_args`).
 
     Args:
-      spec: the ``ActorSpec`` every actor is built from.
-      num_actors: Ray actors (actor ids ``0 .. num_actors - 1``).
-      store: the learner's ``WeightStore`` (``version`` + weights list).
-      out: the bounded queue of ``(unroll, info)`` the learner consumes.
-      stop: set by the learner to end the pool.
-      env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
+      num_actors: Ray actors (ids ``0 .. num_actors - 1``).
       address: Ray cluster to connect to (``"auto"``, ``"HOST:6379"``, ``"ray://..."``);
         None starts a new local Ray (``address="local"``, no dashboard) with
         ``max(cpu_count, ceil(num_actors * actor_cpus))`` CPUs, shut down at the end.
         Ignored if Ray is already initialised in this process.
       actor_cpus: CPUs each Ray actor reserves (fractions pack several actors on a core).
       max_actor_restarts: replacements of a dead actor process per actor id.
-      start_timeout_s: how long :meth:`start` waits for every actor to be built.
+      start_timeout_s: how long :meth:`launch` waits for every actor to be built.
     """
 
-    def __init__(self, spec, num_actors: int, store, out: queue.Queue, stop: threading.Event,
-                 *, env_factory=None, address: str | None = None, actor_cpus: float = 1.0,
+    host_class: type = ActorHost
+    what = "Ray actor"
+
+    def __init__(self, num_actors: int, *, address: str | None = None, actor_cpus: float = 1.0,
                  max_actor_restarts: int = 3, start_timeout_s: float = 600.0):  # fmt: skip
-        super().__init__(name="ray-actors", daemon=True)
         if num_actors < 1:
             raise ValueError(f"num_actors: expected >= 1, received {num_actors}")
-        self.spec, self.num_actors = spec, int(num_actors)
-        self.store, self.out, self.stop = store, out, stop
-        self._env_factory = (
-            None
-            if env_factory is None
-            else functools.partial(_vector_env, env_factory, spec.num_envs)
-        )
+        self.num_actors = int(num_actors)
         self.address, self.actor_cpus = address, float(actor_cpus)
         self.max_actor_restarts = int(max_actor_restarts)
         self.start_timeout_s = float(start_timeout_s)
-        self.error: BaseException | None = None
         self.handles: list = []
         self.actor_restarts = [0] * self.num_actors
         self._env_restarts = [0] * self.num_actors
@@ -170,18 +193,13 @@ class RayActorPool(threading.Thread):
         self._remote = None
         self._weights_version, self._weights_ref = None, None
 
-    @classmethod
-    def from_run(cls, run, spec, store, out: queue.Queue, stop: threading.Event,
-                 env_factory=None) -> RayActorPool:  # fmt: skip
-        """The pool a ``RunConfig`` asks for (``num_actors``, ``ray_address``,
-        ``ray_actor_cpus``)."""
-        return cls(spec, run.num_actors, store, out, stop, env_factory=env_factory,
-                   address=run.ray_address, actor_cpus=run.ray_actor_cpus)  # fmt: skip
+    def host_args(self, actor_id: int) -> tuple:
+        """Positional constructor arguments of host ``actor_id``."""
+        raise NotImplementedError
 
-    # ------------------------------------------------------------------ lifecycle
-    def start(self) -> None:
-        """Connects to / starts Ray, creates the actors and waits until they are built (in
-        the caller's thread), then drives them from this thread."""
+    def launch(self) -> None:
+        """Connects to / starts Ray, creates the actors and waits until they are built; on
+        failure kills what started (and Ray, if this started it) and raises."""
         ray = import_ray()
         if not ray.is_initialized():
             if self.address:
@@ -196,7 +214,6 @@ class RayActorPool(threading.Thread):
         except BaseException:
             self._shutdown()
             raise
-        super().start()
 
     def _wait_ready(self, ray) -> None:
         """Waits until every actor is built (so each contributes from the first update);
@@ -207,7 +224,7 @@ class RayActorPool(threading.Thread):
         ray.get(ready)  # re-raises an actor's construction error
         if len(ready) < len(calls):
             raise RuntimeError(
-                f"only {len(ready)} of {len(calls)} Ray actors started within "
+                f"only {len(ready)} of {len(calls)} {self.what}s started within "
                 f"{self.start_timeout_s:.0f} s (each reserves {self.actor_cpus} CPU; cluster "
                 f"resources: {ray.cluster_resources()})"
             )
@@ -215,23 +232,16 @@ class RayActorPool(threading.Thread):
     def _new_actor(self, actor_id: int):
         if self._remote is None:
             self._remote = (
-                import_ray().remote(ActorHost).options(num_cpus=self.actor_cpus, max_restarts=0)
+                import_ray()
+                .remote(self.host_class)
+                .options(num_cpus=self.actor_cpus, max_restarts=0)
             )
         return self._remote.remote(
-            self.spec, actor_id, self._env_factory, env_restarts=self._env_restarts[actor_id]
+            *self.host_args(actor_id), env_restarts=self._env_restarts[actor_id]
         )
 
-    def run(self) -> None:
-        try:
-            self._drive()
-        except BaseException as error:  # noqa: BLE001 - reported by the learner loop
-            self.error = error
-            log.exception("Ray actor pool failed")
-        finally:
-            self._shutdown()
-
     def _shutdown(self) -> None:
-        """Kills every Ray actor; shuts Ray down if this pool started it."""
+        """Kills every Ray actor; shuts Ray down if this started it."""
         ray = import_ray()
         for handle in self.handles:
             try:
@@ -242,18 +252,89 @@ class RayActorPool(threading.Thread):
             ray.shutdown()
             self._owns_ray = False
 
-    # ------------------------------------------------------------------ driving
-    def _weights(self) -> tuple[int, list]:
-        """``(version, [ObjectRef])`` of the latest published weights; one ``ray.put`` per
+    def _weights(self, store) -> tuple[int, list]:
+        """``(version, [ObjectRef])`` of the latest weights in ``store`` (``version`` and
+        ``get() -> (version, weights)``, e.g. a ``WeightStore``); one ``ray.put`` per
         version that reaches an actor."""
-        if self.store.version != self._weights_version:
-            version, weights = self.store.get()
+        if store.version != self._weights_version:
+            version, weights = store.get()
             self._weights_ref = import_ray().put(weights)
             self._weights_version = version
         return self._weights_version, [self._weights_ref]
 
+    def _replace(self, actor_id: int, error: BaseException) -> None:
+        """Replaces a dead actor process (its environments died with it: one env restart)."""
+        if self.actor_restarts[actor_id] >= self.max_actor_restarts:
+            raise RuntimeError(
+                f"{self.what} {actor_id} died {self.actor_restarts[actor_id] + 1} times; "
+                f"last error: {error!r}"
+            ) from error
+        self.actor_restarts[actor_id] += 1
+        self._env_restarts[actor_id] += 1
+        log.warning("%s %d died (%r); replacing it", self.what, actor_id, error)
+        try:
+            import_ray().kill(self.handles[actor_id], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self.handles[actor_id] = self._new_actor(actor_id)
+
+
+class RayActorPool(RayProcesses, threading.Thread):
+    """``num_actors`` Ray actors driven by one learner-side thread (see module docstring).
+
+    Args:
+      spec: the ``ActorSpec`` every actor is built from.
+      num_actors: Ray actors (actor ids ``0 .. num_actors - 1``).
+      store: the learner's ``WeightStore`` (``version`` + weights list).
+      out: the bounded queue of ``(unroll, info)`` the learner consumes.
+      stop: set by the learner to end the pool.
+      env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
+      address, actor_cpus, max_actor_restarts, start_timeout_s: see :class:`RayProcesses`.
+    """
+
+    def __init__(self, spec, num_actors: int, store, out: queue.Queue, stop: threading.Event,
+                 *, env_factory=None, address: str | None = None, actor_cpus: float = 1.0,
+                 max_actor_restarts: int = 3, start_timeout_s: float = 600.0):  # fmt: skip
+        threading.Thread.__init__(self, name="ray-actors", daemon=True)
+        RayProcesses.__init__(
+            self, num_actors, address=address, actor_cpus=actor_cpus,
+            max_actor_restarts=max_actor_restarts, start_timeout_s=start_timeout_s,
+        )  # fmt: skip
+        self.spec = spec
+        self.store, self.out, self.stop = store, out, stop
+        self._env_factory = host_env_factory(env_factory, spec.num_envs)
+        self.error: BaseException | None = None
+
+    @classmethod
+    def from_run(cls, run, spec, store, out: queue.Queue, stop: threading.Event,
+                 env_factory=None) -> RayActorPool:  # fmt: skip
+        """The pool a ``RunConfig`` asks for (``num_actors``, ``ray_address``,
+        ``ray_actor_cpus``)."""
+        return cls(spec, run.num_actors, store, out, stop, env_factory=env_factory,
+                   address=run.ray_address, actor_cpus=run.ray_actor_cpus)  # fmt: skip
+
+    def host_args(self, actor_id: int) -> tuple:
+        return (self.spec, actor_id, self._env_factory)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Connects to / starts Ray, creates the actors and waits until they are built (in
+        the caller's thread), then drives them from this thread."""
+        self.launch()
+        threading.Thread.start(self)
+
+    def run(self) -> None:
+        try:
+            self._drive()
+        except BaseException as error:  # noqa: BLE001 - reported by the learner loop
+            self.error = error
+            log.exception("Ray actor pool failed")
+        finally:
+            self._shutdown()
+
+    # ------------------------------------------------------------------ driving
     def _submit(self, actor_id: int):
-        version, ref = self._weights()
+        version, ref = self._weights(self.store)
         return self.handles[actor_id].unroll.remote(version, ref)
 
     def _drive(self) -> None:
@@ -273,19 +354,3 @@ class RayActorPool(threading.Thread):
                     if not put_until_stopped(self.out, item, self.stop):
                         return
                 pending[self._submit(actor_id)] = actor_id
-
-    def _replace(self, actor_id: int, error: BaseException) -> None:
-        """Replaces a dead actor process (its environments died with it: one env restart)."""
-        if self.actor_restarts[actor_id] >= self.max_actor_restarts:
-            raise RuntimeError(
-                f"Ray actor {actor_id} died {self.actor_restarts[actor_id] + 1} times; "
-                f"last error: {error!r}"
-            ) from error
-        self.actor_restarts[actor_id] += 1
-        self._env_restarts[actor_id] += 1
-        log.warning("Ray actor %d died (%r); replacing it", actor_id, error)
-        try:
-            import_ray().kill(self.handles[actor_id], no_restart=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-        self.handles[actor_id] = self._new_actor(actor_id)

@@ -1,4 +1,5 @@
-"""A3C: asynchronous advantage actor-critic on worker threads (Mnih et al. 2016,
+"""A3C: asynchronous advantage actor-critic on worker threads or Ray worker processes
+(``backend="ray"``: :mod:`~tfagents_vtrace.agents.a3c.ray_workers`) (Mnih et al. 2016,
 https://arxiv.org/abs/1602.01783), with the loss shared with A2C
 (:mod:`tfagents_vtrace.agents.a2c.loss`).
 

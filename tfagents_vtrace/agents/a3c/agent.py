@@ -8,6 +8,11 @@ evaluates and checkpoints, holding the shared optimizer's lock while it copies t
 or saves, so a checkpoint never holds half an update. The run ends within one rollout of
 ``total_steps``: ``total_steps <= step < total_steps + t_max * num_envs``. The final row
 adds ``worker_steps`` (environment steps per worker in this process).
+
+With ``backend="ray"`` each worker is a Ray actor process that returns gradients and the
+driver's thread applies them (the parameter server):
+:mod:`~tfagents_vtrace.agents.a3c.ray_workers`. ``deterministic`` is refused with Ray
+(``RunConfig``), as for IMPALA.
 """
 
 from __future__ import annotations
@@ -27,22 +32,42 @@ class A3CAgent(NetworkAgent):
 
     def __init__(self, run, config, network_config, strategy=None, env_factory=None,
                  record_order: bool = False):  # fmt: skip
-        placement.check_local_agent(run, strategy, config, A3CConfig, "A3C")
+        placement.check_config(config, A3CConfig)
+        if run.backend == "ray":  # workers in Ray processes; ImportError without Ray
+            from tfagents_vtrace.runtime.ray_backend import import_ray
+
+            import_ray()
+        placement.require_single_replica(strategy, "A3C")
         super().__init__(run, config, network_config, env_factory)
         self.learner = A3CLearner(
             config, self.build_network, record_order=record_order, total_steps=run.total_steps,
             total_updates=math.ceil(run.total_steps / (config.t_max * run.num_envs)),
         )  # fmt: skip
         self.lock = self.learner.shared.lock
+        self.workers: list = []
 
     def start(self, counters) -> None:
         run, restart, env_factory = self.run_config, counters.env_steps, self.actor_env_factory()
         spec = self.actor_spec(self.config.t_max, restart)
+        if run.backend == "ray":
+            from tfagents_vtrace.agents.a3c.ray_workers import RayWorkers
+
+            self.source = RayWorkers.from_run(
+                run, spec, self.learner, counters, restart, env_factory=self.env_factory
+            )
+            self.source.start()
+            return
         self.workers = [
             Worker(i, self.learner, spec, self.build_network(), counters, env_factory)
             for i in range(self.config.num_workers)
         ]
         self.start_workers(self.workers, self.config.t_max * run.num_envs, restart)
 
+    def worker_steps(self) -> list[int]:
+        """Environment steps of each worker in this process."""
+        if self.workers:
+            return [int(w.steps) for w in self.workers]
+        return list(getattr(self.source, "worker_steps", []))
+
     def row_fields(self, times: dict | None) -> dict:
-        return {"worker_steps": [int(w.steps) for w in self.workers]} if times is None else {}
+        return {"worker_steps": self.worker_steps()} if times is None else {}

@@ -28,7 +28,8 @@ class A3CConfig(A2CConfig):
     RESUME_FIXED: ClassVar[tuple[str, ...]] = ("num_workers", "shared_optimizer")
 
     num_workers: int = 4
-    """Worker threads, each with its own environment(s) and local network copy."""
+    """Workers, each with its own environment(s) and local network copy: threads, or Ray
+    actor processes with ``backend="ray"``."""
     t_max: int = 5
     """Steps of one partial rollout per environment (A3C's t_max; 5 is the A3C meta-RL
     fork's TIME_MAX); the LSTM state carries over from one rollout to the next."""

@@ -1,0 +1,218 @@
+"""A3C on Ray: each worker a Ray actor process, the learner the parameter server.
+
+The A3C meta-RL reference (``reference/a3c_meta_rl.txt``) runs every worker as its own
+process (``/job:worker/task:N``) that pulls the shared weights from a parameter server,
+computes gradients on its own rollout and pushes them back (Mnih et al. 2016,
+https://arxiv.org/abs/1602.01783, Algorithm S3). With ``--backend=ray``:
+
+* each of ``num_workers`` :class:`WorkerHost` Ray actors builds its own network copy and
+  vector environment (``num_envs``) from the picklable ``ActorSpec``; a call
+  :meth:`WorkerHost.rollout` loads the weights it is given if they are newer than its own
+  (by version, as the IMPALA Ray actors do), acts ``t_max`` steps with the runtime's
+  :class:`~tfagents_vtrace.runtime.actor.Actor` (LSTM state and NEXT_STEP bookkeeping carry
+  over between rollouts), and returns the clipped gradients of the A2C loss (numpy), the
+  loss metrics and the rollout's ``info`` (episode statistics, environment restarts, the
+  weights version it acted and computed with);
+* :class:`RayWorkers`, in the training process, keeps one call in flight per worker. Each
+  :meth:`RayWorkers.advance` (the driver's loop) takes the gradients that arrived, applies
+  them in arrival order with the :class:`~tfagents_vtrace.agents.a3c.shared.SharedOptimizer`
+  (the worker's own optimizer statistics with ``--noshared_optimizer``), counts the steps,
+  and sends that worker its next rollout with the new weights (one ``ray.put`` per version
+  that leaves). The update lag of the gradients (updates applied between the weights the
+  worker used and its own update) is the rows' ``policy_lag``.
+
+Updates happen in the driver's thread, between its checkpoints and evaluations, so a
+checkpoint never holds half an update. Rollouts are claimed from the run's
+:class:`~tfagents_vtrace.runtime.step_budget.StepBudget` before they are sent, so the run
+ends within one rollout of ``total_steps`` as with threads. A rollout whose environment
+raised comes back empty (the environment was recreated in the worker; its claim goes back);
+a worker process that dies is replaced (``max_actor_restarts`` times per worker, each one
+counted in ``env_restarts``) and its rollout dropped; an exception of the worker's code is
+fatal. Process start-up, replacement, weights by version and the kill on stop are
+:class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses`', shared with IMPALA's actors.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tfagents_vtrace.runtime.ray_backend import (
+    HostProcess,
+    RayProcesses,
+    host_env_factory,
+    import_ray,
+    load_weights,
+)
+from tfagents_vtrace.runtime.step_budget import StepBudget
+
+
+class WorkerHost(HostProcess):
+    """The body of one A3C worker process (module docstring).
+
+    Args:
+      spec: the worker's ``ActorSpec`` (``unroll_length`` = t_max).
+      config: the run's ``A3CConfig`` (the loss settings).
+      worker_id: seeds the environments and action sampling, identifies the worker.
+      env_factory: optional picklable ``seed -> VectorEnv``.
+      env_restarts: restart count to continue from (a replaced worker keeps its count).
+      tf_threads: TensorFlow intra/inter-op threads in this process.
+    """
+
+    def __init__(self, spec, config, worker_id: int, env_factory=None, env_restarts: int = 0,
+                 tf_threads: int = 1):  # fmt: skip
+        super().__init__(tf_threads)
+        from tfagents_vtrace.agents import batching
+        from tfagents_vtrace.runtime.actor import Actor, build_network
+
+        self.config = config
+        self.network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
+        self.actor = Actor(spec, worker_id, self.network, env_factory, int(env_restarts))
+        self._grads = batching.BatchFunction(self._grads_fn)
+
+    def _grads_fn(self, batch: dict, entropy_coef):
+        from tfagents_vtrace.agents.a3c.shared import compute_gradients
+
+        return compute_gradients(self.network, self.config, batch, entropy_coef)
+
+    def rollout(self, version: int, weights_ref: list, entropy_coef: float):
+        """Loads weights ``version`` if newer, acts ``t_max`` steps, returns ``(grads,
+        metrics, info)``: numpy gradients in the order of the trainable variables, float
+        metrics (``finite`` among them) and the unroll's info; None if the environment
+        raised (it was recreated, the rollout dropped)."""
+        import tensorflow as tf
+
+        weights = load_weights(self.actor, version, weights_ref)
+        if weights is not None and getattr(self.actor.policy, "network", None) is not self.network:
+            self.network.set_weights(weights)  # a numpy policy acts: the gradients' copy
+        item = self.actor.unroll()
+        if item is None:
+            return None
+        batch, info = item
+        grads, metrics = self._grads(batch, tf.constant(entropy_coef, tf.float32))
+        grads = [np.asarray(tf.convert_to_tensor(g)) for g in grads]
+        return grads, {k: float(v) for k, v in metrics.items()}, info
+
+
+class RayWorkers(RayProcesses):
+    """The driver's view of the A3C Ray workers, with ``advance()`` and ``close()`` as the
+    thread :class:`~tfagents_vtrace.runtime.workers.WorkerPool` (module docstring).
+
+    Args:
+      spec: the ``ActorSpec`` every worker is built from.
+      learner: the :class:`~tfagents_vtrace.agents.a3c.shared.A3CLearner` (global network,
+        shared optimizer, entropy schedule).
+      counters: the run's counters.
+      start, total: the restored and the final environment step.
+      env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
+      address, actor_cpus, max_actor_restarts, start_timeout_s: see
+        :class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses`.
+    """
+
+    host_class = WorkerHost
+    what = "A3C Ray worker"
+    poll_s = 0.1
+    """Longest wait of one :meth:`advance` for gradients to arrive."""
+
+    def __init__(self, spec, learner, counters, start: int, total: int, *, env_factory=None,
+                 address=None, actor_cpus: float = 1.0, max_actor_restarts: int = 3,
+                 start_timeout_s: float = 600.0):  # fmt: skip
+        super().__init__(
+            learner.config.num_workers, address=address, actor_cpus=actor_cpus,
+            max_actor_restarts=max_actor_restarts, start_timeout_s=start_timeout_s,
+        )  # fmt: skip
+        self.spec, self.learner, self.counters = spec, learner, counters
+        self.steps = spec.unroll_length * spec.num_envs
+        self.budget = StepBudget(start, total)
+        self._env_factory = host_env_factory(env_factory, spec.num_envs)
+        self.worker_steps = [0] * self.num_actors
+        self.pending: dict = {}
+        self.metrics: dict = {}
+        self.stopped = False
+
+    @classmethod
+    def from_run(cls, run, spec, learner, counters, start: int, env_factory=None):
+        """The workers a ``RunConfig`` asks for (``ray_address``, ``ray_actor_cpus``)."""
+        return cls(spec, learner, counters, start, run.total_steps, env_factory=env_factory,
+                   address=run.ray_address, actor_cpus=run.ray_actor_cpus)  # fmt: skip
+
+    def host_args(self, actor_id: int) -> tuple:
+        return (self.spec, self.learner.config, actor_id, self._env_factory)
+
+    @property
+    def version(self) -> int:
+        """The weights version: the shared optimizer's update count (``_weights``' store)."""
+        return self.learner.shared.updates
+
+    def get(self) -> tuple[int, list]:
+        """``(version, weights)`` of the global network, read together."""
+        shared = self.learner.shared
+        return shared.read(lambda: (shared.updates, self.learner.network.get_weights()))
+
+    def start(self) -> None:
+        """Starts the worker processes (waiting until they are built) and sends each its first
+        rollout."""
+        self.launch()
+        for i in range(self.num_actors):
+            self._submit(i)
+
+    def _submit(self, worker_id: int) -> None:
+        if self.stopped or not self.budget.claim(self.steps):
+            return
+        version, ref = self._weights(self)
+        coef = self.learner.entropy_coef()
+        self.pending[self.handles[worker_id].rollout.remote(version, ref, coef)] = worker_id
+
+    def advance(self) -> dict:
+        """Waits up to ``poll_s`` for gradients; applies those that arrived (in arrival
+        order) and sends their workers the next rollout. Returns the newest metrics."""
+        if not self.pending:
+            time.sleep(self.poll_s)
+            return self.metrics
+        ray = import_ray()
+        ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=self.poll_s)
+        if ready:  # and whatever else has arrived meanwhile
+            ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
+        for ref in ready:
+            worker_id = self.pending.pop(ref)
+            try:
+                item = ray.get(ref)
+            except ray.exceptions.RayActorError as error:  # the process died: replace it
+                self._replace(worker_id, error)
+                self._count_restarts(worker_id)
+                item = None
+            if item is None:  # dropped (its environment failed, or the process died)
+                self.budget.release(self.steps)
+            else:
+                self._apply(worker_id, *item)
+            self._submit(worker_id)
+        return self.metrics
+
+    def _count_restarts(self, worker_id: int) -> None:
+        """Counts a replaced process's restart now (not with its successor's first rollout,
+        which a run ending meanwhile would never see)."""
+        empty = np.zeros(0)
+        info = {"episode_returns": empty, "episode_lengths": empty, "actor_id": worker_id,
+                "env_restarts": self._env_restarts[worker_id]}  # fmt: skip
+        self.counters.add(info=info)
+
+    def _apply(self, worker_id: int, grads: list, metrics: dict, info: dict) -> None:
+        import tensorflow as tf
+
+        from tfagents_vtrace.agents.a3c.shared import finish_update
+
+        shared, grads = self.learner.shared, [tf.convert_to_tensor(g) for g in grads]
+        with shared.lock:  # the update and its count, as a checkpoint sees them
+            lag = shared.updates - info["weights_version"]
+            self.metrics = finish_update(shared, grads, metrics, self.steps, caller=worker_id)
+            self.counters.add(steps=self.steps, updates=1, info=info, lag=lag)
+        self._env_restarts[worker_id] = int(info["env_restarts"])
+        self.worker_steps[worker_id] += self.steps
+
+    def close(self) -> None:
+        """Kills the worker processes (rollouts in flight are dropped); shuts Ray down if
+        this started it."""
+        self.stopped = True
+        self.pending.clear()
+        self._shutdown()
