@@ -224,3 +224,15 @@ def test_corrupted_archive_raises(tmp_path, filled, damage):
     with pytest.raises(ReplayCorruptError, match="replay-10.npz"):
         fresh.load(path)
     assert len(fresh) == 0  # nothing was loaded
+
+
+def test_discard_open_drops_only_that_streams_unfinished_pieces():
+    """A Ray worker process replaced mid-episode: its stream's open pieces go, so the next
+    unroll's steps do not join an episode the dead process never finished."""
+    s0, _ = _stream(0, [9], ["term"])
+    replay = EpisodicReplay(capacity=100)
+    first = _unrolls([s0, s0], t=4)[0]  # steps 0-3 of an episode of 9: open in both streams
+    replay.add_unroll(first, stream=1)
+    replay.add_unroll(first, stream=2)
+    replay.discard_open(1)
+    assert sorted(replay._open) == [(2, 0), (2, 1)] and len(replay) == 0

@@ -105,6 +105,13 @@ class EpisodicReplay:
                     done += 1
         return done
 
+    def discard_open(self, stream: int) -> None:
+        """Drops ``stream``'s unfinished episode pieces (its actor restarted its environments:
+        the next unroll starts new episodes)."""
+        with self.lock:
+            for key in [key for key in self._open if key[0] == stream]:
+                del self._open[key]
+
     # ------------------------------------------------------------------------- sampling
     def sample(
         self, batch_size: int, t_max: int, rng: np.random.Generator, state: tuple = ()

@@ -28,9 +28,10 @@ unchanged:
   Ray is shut down if the pool started it.
 
 Starting Ray and the actor processes, replacing dead ones, weights by version and the kill
-on stop are :class:`RayProcesses`', which A3C's Ray workers
-(:mod:`tfagents_vtrace.agents.a3c.ray_workers`: gradients out, weights in) share; a host
-class derives from :class:`HostProcess`.
+on stop are :class:`RayProcesses`', which the asynchronous workers' :class:`RayWorkerPool`
+shares (A3C's and ACER's Ray workers: :mod:`tfagents_vtrace.agents.a3c.ray_workers`,
+:mod:`tfagents_vtrace.agents.acer.ray_workers`); a host class derives from
+:class:`HostProcess`.
 
 Ray is imported lazily: importing :mod:`tfagents_vtrace` never imports it, and using the
 backend without Ray installed raises ``ImportError`` saying ``pip install .[ray]``.
@@ -48,6 +49,7 @@ import time
 from collections.abc import Callable
 
 from tfagents_vtrace.runtime.actor import put_until_stopped
+from tfagents_vtrace.runtime.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
 
@@ -354,3 +356,120 @@ class RayActorPool(RayProcesses, threading.Thread):
                     if not put_until_stopped(self.out, item, self.stop):
                         return
                 pending[self._submit(actor_id)] = actor_id
+
+
+class RayWorkerPool(RayProcesses):
+    """Asynchronous workers on Ray processes (A3C, ACER), driven from the driver's thread with
+    the ``advance()`` / ``close()`` of the thread ``WorkerPool``.
+
+    One call is in flight per worker. Each call's environment steps (``steps``) are claimed
+    from a :class:`~tfagents_vtrace.runtime.step_budget.StepBudget` before it is sent, so
+    the run ends within one call of ``total``. :meth:`advance` waits up to ``poll_s`` for
+    results and handles those that arrived in arrival order: :meth:`apply` (the subclass:
+    apply the gradients, count) and the worker's next call (:meth:`call`), with the weights
+    that now include its own update. An empty result (the worker's environment raised and
+    was recreated) and the call of a process that died give their claim back; a dead process
+    is replaced, its restart counted at once (``counters``' ``env_restarts``), and its next
+    call sent once the replacement is built. Other errors of a worker's code raise from
+    :meth:`advance`.
+
+    A subclass sets ``host_class`` and defines :meth:`host_args`, :meth:`call` and
+    :meth:`apply`, and the weights it sends as a store (``version``, ``get()``, see
+    :meth:`RayProcesses._weights`).
+    """
+
+    poll_s = 0.1
+    """Longest wait of one :meth:`advance` for results."""
+
+    def __init__(self, num_workers: int, steps: int, start: int, total: int, counters,
+                 **ray_options):  # fmt: skip
+        super().__init__(num_workers, **ray_options)
+        self.steps, self.counters = int(steps), counters
+        self.budget = StepBudget(start, total)
+        self.worker_steps = [0] * self.num_actors
+        self.pending: dict = {}  # ObjectRef of a call -> worker id
+        self.starting: dict = {}  # ObjectRef of a replacement's pid() -> worker id
+        self.metrics: dict = {}
+        self.stopped = False
+
+    def call(self, worker_id: int):
+        """Sends worker ``worker_id`` its next call; returns the ObjectRef of its result."""
+        raise NotImplementedError
+
+    def apply(self, worker_id: int, item) -> tuple[dict, dict]:
+        """Handles a worker's non-empty result; returns ``(metrics, info)`` (``info``: the
+        actor's unroll info, counted by the subclass)."""
+        raise NotImplementedError
+
+    def dropped(self, worker_id: int) -> None:
+        """Called when a worker's call came back empty or its process died (its environments
+        started new episodes): nothing by default."""
+
+    def start(self) -> None:
+        """Starts the worker processes (waiting until they are built) and sends each its first
+        call."""
+        self.launch()
+        for i in range(self.num_actors):
+            self._submit(i)
+
+    def _submit(self, worker_id: int) -> None:
+        if not self.stopped and self.budget.claim(self.steps):
+            self.pending[self.call(worker_id)] = worker_id
+
+    def advance(self) -> dict:
+        """Waits up to ``poll_s``; handles the results that arrived (class docstring).
+        Returns the newest metrics."""
+        if not (self.pending or self.starting):
+            time.sleep(self.poll_s)
+            return self.metrics
+        ray = import_ray()
+        waiting = [*self.pending, *self.starting]
+        ready, _ = ray.wait(waiting, num_returns=1, timeout=self.poll_s)
+        if ready:  # and whatever else has arrived meanwhile
+            ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
+        for ref in ready:
+            if ref in self.starting:  # a replacement is built (or failed to build)
+                worker_id = self.starting.pop(ref)
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayActorError as error:
+                    self._restart(worker_id, error)
+                    continue
+                self._submit(worker_id)
+                continue
+            worker_id = self.pending.pop(ref)
+            try:
+                item = ray.get(ref)
+            except ray.exceptions.RayActorError as error:  # the process died: replace it
+                self.budget.release(self.steps)
+                self.dropped(worker_id)
+                self._restart(worker_id, error)
+                continue
+            if item is None:  # dropped: its environment failed and was recreated
+                self.budget.release(self.steps)
+                self.dropped(worker_id)
+            else:
+                self.metrics, info = self.apply(worker_id, item)
+                self._env_restarts[worker_id] = int(info["env_restarts"])
+                self.worker_steps[worker_id] += self.steps
+            self._submit(worker_id)
+        return self.metrics
+
+    def _restart(self, worker_id: int, error: BaseException) -> None:
+        """Replaces a dead worker process, counts the restart at once (not with its
+        successor's first result, which a run ending meanwhile would never see), and sends
+        it a call only once it is built (a call queued meanwhile would act with the weights
+        of the moment it was sent)."""
+        self._replace(worker_id, error)
+        info = {"episode_returns": (), "episode_lengths": (), "actor_id": worker_id,
+                "env_restarts": self._env_restarts[worker_id]}  # fmt: skip
+        self.counters.add(info=info)
+        self.starting[self.handles[worker_id].pid.remote()] = worker_id
+
+    def close(self) -> None:
+        """Kills the worker processes (calls in flight are dropped); shuts Ray down if this
+        started it."""
+        self.stopped = True
+        self.pending.clear()
+        self.starting.clear()
+        self._shutdown()

@@ -28,24 +28,22 @@ ends within one rollout of ``total_steps`` as with threads. A rollout whose envi
 raised comes back empty (the environment was recreated in the worker; its claim goes back);
 a worker process that dies is replaced (``max_actor_restarts`` times per worker, each one
 counted in ``env_restarts``) and its rollout dropped; an exception of the worker's code is
-fatal. Process start-up, replacement, weights by version and the kill on stop are
-:class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses`', shared with IMPALA's actors.
+fatal. The pool's loop, process start-up, replacement, weights by version and the kill on
+stop are :class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s (shared with ACER's
+Ray workers; its :class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses` with IMPALA's
+actors).
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
 from tfagents_vtrace.runtime.ray_backend import (
     HostProcess,
-    RayProcesses,
+    RayWorkerPool,
     host_env_factory,
-    import_ray,
     load_weights,
 )
-from tfagents_vtrace.runtime.step_budget import StepBudget
 
 
 class WorkerHost(HostProcess):
@@ -95,9 +93,10 @@ class WorkerHost(HostProcess):
         return grads, {k: float(v) for k, v in metrics.items()}, info
 
 
-class RayWorkers(RayProcesses):
-    """The driver's view of the A3C Ray workers, with ``advance()`` and ``close()`` as the
-    thread :class:`~tfagents_vtrace.runtime.workers.WorkerPool` (module docstring).
+class RayWorkers(RayWorkerPool):
+    """The driver's view of the A3C Ray workers (module docstring): a
+    :class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool` whose calls are rollouts and
+    whose results are gradients, applied with the shared optimizer.
 
     Args:
       spec: the ``ActorSpec`` every worker is built from.
@@ -106,30 +105,19 @@ class RayWorkers(RayProcesses):
       counters: the run's counters.
       start, total: the restored and the final environment step.
       env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
-      address, actor_cpus, max_actor_restarts, start_timeout_s: see
-        :class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses`.
+      ray_options: ``address``, ``actor_cpus``, ``max_actor_restarts``, ``start_timeout_s``
+        (:class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses`).
     """
 
     host_class = WorkerHost
     what = "A3C Ray worker"
-    poll_s = 0.1
-    """Longest wait of one :meth:`advance` for gradients to arrive."""
 
     def __init__(self, spec, learner, counters, start: int, total: int, *, env_factory=None,
-                 address=None, actor_cpus: float = 1.0, max_actor_restarts: int = 3,
-                 start_timeout_s: float = 600.0):  # fmt: skip
-        super().__init__(
-            learner.config.num_workers, address=address, actor_cpus=actor_cpus,
-            max_actor_restarts=max_actor_restarts, start_timeout_s=start_timeout_s,
-        )  # fmt: skip
-        self.spec, self.learner, self.counters = spec, learner, counters
-        self.steps = spec.unroll_length * spec.num_envs
-        self.budget = StepBudget(start, total)
+                 **ray_options):  # fmt: skip
+        steps = spec.unroll_length * spec.num_envs
+        super().__init__(learner.config.num_workers, steps, start, total, counters, **ray_options)
+        self.spec, self.learner = spec, learner
         self._env_factory = host_env_factory(env_factory, spec.num_envs)
-        self.worker_steps = [0] * self.num_actors
-        self.pending: dict = {}
-        self.metrics: dict = {}
-        self.stopped = False
 
     @classmethod
     def from_run(cls, run, spec, learner, counters, start: int, env_factory=None):
@@ -150,69 +138,20 @@ class RayWorkers(RayProcesses):
         shared = self.learner.shared
         return shared.read(lambda: (shared.updates, self.learner.network.get_weights()))
 
-    def start(self) -> None:
-        """Starts the worker processes (waiting until they are built) and sends each its first
-        rollout."""
-        self.launch()
-        for i in range(self.num_actors):
-            self._submit(i)
-
-    def _submit(self, worker_id: int) -> None:
-        if self.stopped or not self.budget.claim(self.steps):
-            return
+    def call(self, worker_id: int):
         version, ref = self._weights(self)
         coef = self.learner.entropy_coef()
-        self.pending[self.handles[worker_id].rollout.remote(version, ref, coef)] = worker_id
+        return self.handles[worker_id].rollout.remote(version, ref, coef)
 
-    def advance(self) -> dict:
-        """Waits up to ``poll_s`` for gradients; applies those that arrived (in arrival
-        order) and sends their workers the next rollout. Returns the newest metrics."""
-        if not self.pending:
-            time.sleep(self.poll_s)
-            return self.metrics
-        ray = import_ray()
-        ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=self.poll_s)
-        if ready:  # and whatever else has arrived meanwhile
-            ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
-        for ref in ready:
-            worker_id = self.pending.pop(ref)
-            try:
-                item = ray.get(ref)
-            except ray.exceptions.RayActorError as error:  # the process died: replace it
-                self._replace(worker_id, error)
-                self._count_restarts(worker_id)
-                item = None
-            if item is None:  # dropped (its environment failed, or the process died)
-                self.budget.release(self.steps)
-            else:
-                self._apply(worker_id, *item)
-            self._submit(worker_id)
-        return self.metrics
-
-    def _count_restarts(self, worker_id: int) -> None:
-        """Counts a replaced process's restart now (not with its successor's first rollout,
-        which a run ending meanwhile would never see)."""
-        empty = np.zeros(0)
-        info = {"episode_returns": empty, "episode_lengths": empty, "actor_id": worker_id,
-                "env_restarts": self._env_restarts[worker_id]}  # fmt: skip
-        self.counters.add(info=info)
-
-    def _apply(self, worker_id: int, grads: list, metrics: dict, info: dict) -> None:
+    def apply(self, worker_id: int, item) -> tuple[dict, dict]:
         import tensorflow as tf
 
         from tfagents_vtrace.agents.a3c.shared import finish_update
 
+        grads, metrics, info = item
         shared, grads = self.learner.shared, [tf.convert_to_tensor(g) for g in grads]
         with shared.lock:  # the update and its count, as a checkpoint sees them
             lag = shared.updates - info["weights_version"]
-            self.metrics = finish_update(shared, grads, metrics, self.steps, caller=worker_id)
+            out = finish_update(shared, grads, metrics, self.steps, caller=worker_id)
             self.counters.add(steps=self.steps, updates=1, info=info, lag=lag)
-        self._env_restarts[worker_id] = int(info["env_restarts"])
-        self.worker_steps[worker_id] += self.steps
-
-    def close(self) -> None:
-        """Kills the worker processes (rollouts in flight are dropped); shuts Ray down if
-        this started it."""
-        self.stopped = True
-        self.pending.clear()
-        self._shutdown()
+        return out, info

@@ -13,6 +13,10 @@ Poisson(``n_times_replay``), the paper's Algorithm 1).
   WorkerPool`), each with its environments and a local network copy; they compute gradients
   locally and apply them to the global network and its average under the learner's lock,
   and share one replay.
+* ``num_workers = N`` with ``backend="ray"``: the N workers are Ray processes that act and
+  compute gradients; the replay and the updates stay here
+  (:mod:`~tfagents_vtrace.agents.acer.ray_workers`). ``deterministic`` is refused with Ray
+  (``RunConfig``), as for IMPALA.
 
 The driver archives the replay beside each checkpoint (before it) and restores it on resume.
 Rows add the ACER statistics ``average_value``, ``average_entropy`` and ``average_kl``.
@@ -38,7 +42,18 @@ class AcerAgent(NetworkAgent):
     VectorEnv``."""
 
     def __init__(self, run, config, network_config, strategy=None, env_factory=None):
-        placement.check_local_agent(run, strategy, config, AcerConfig, "ACER")
+        placement.check_config(config, AcerConfig)
+        if run.backend == "ray":  # workers in Ray processes; ImportError without Ray
+            from tfagents_vtrace.runtime.ray_backend import import_ray
+
+            import_ray()
+            if config.num_workers < 1:
+                raise ValueError(
+                    "num_workers: backend='ray' runs ACER's asynchronous workers as Ray "
+                    "processes, expected >= 1, received 0 (the synchronous ACER acts in the "
+                    "training process: --backend=local)"
+                )
+        placement.require_single_replica(strategy, "ACER")
         super().__init__(run, config, network_config, env_factory)
         self.steps = config.t_max * run.num_envs
         per_iter = max(int(not config.disable_online_update) + config.n_times_replay, 1)
@@ -60,6 +75,12 @@ class AcerAgent(NetworkAgent):
         self.rng = np.random.default_rng(self.run_config.seed + 7919 * counters.env_steps)
         if self.config.num_workers == 0:
             self.source = self.inline = self.actor(0, self.learner.network)
+            return
+        if self.run_config.backend == "ray":
+            from tfagents_vtrace.agents.acer.ray_workers import AcerRayWorkers
+
+            self.source = AcerRayWorkers(self, counters, self.env_factory)
+            self.source.start()
             return
         workers = [AcerWorker(self, i + 1) for i in range(self.config.num_workers)]
         self.start_workers(workers, self.steps, counters.env_steps)

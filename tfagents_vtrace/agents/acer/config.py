@@ -87,7 +87,8 @@ class AcerConfig(LearnerConfig):
     """Steps per on-policy rollout (the actor's unroll length) and per replayed sequence."""
     num_workers: int = 0
     """0: synchronous batched training with one inline actor (default); N >= 1: N
-    asynchronous worker threads, each with its own envs and local network (like A3C)."""
+    asynchronous workers, each with its own envs and local network (like A3C): threads, or
+    Ray actor processes with ``backend="ray"``."""
     pi_loss_coef: float = 1.0
     """Weight of the policy loss: the (trust-region projected) policy-gradient term minus
     beta times the entropy, both scaled, as chainerrl's ``pi_loss_coef`` (>= 0)."""

@@ -84,19 +84,7 @@ class AcerLearner:
         """A compiled ``(batch, on_policy=False) -> (grads, metrics)`` on ``network`` (a
         worker's copy) against the shared average network; apply the result with
         :meth:`apply_gradients`."""
-
-        def fn(batch, on_policy):
-            with tf.GradientTape() as tape:
-                loss, metrics = acer_loss(
-                    network, self.average_network, self.config, batch, on_policy
-                )
-            return tape.gradient(loss, network.trainable_variables), metrics
-
-        compiled = {
-            flag: batching.BatchFunction(functools.partial(fn, on_policy=flag))
-            for flag in (False, True)
-        }
-        return lambda batch, on_policy=False: compiled[bool(on_policy)](batch)
+        return gradients_fn(network, self.average_network, self.config)
 
     def apply_gradients(self, grads, metrics: dict) -> dict[str, float]:
         """Applies a worker's gradients to the global network (serialized by ``lock``)."""
@@ -159,3 +147,20 @@ class AcerLearner:
         metrics.update(self._apply_fn(grads, loss))
         self._metric_names = sorted(metrics)
         return tf.stack([tf.cast(metrics[k], tf.float32) for k in self._metric_names])
+
+
+def gradients_fn(network, average_network, config: AcerConfig) -> Callable:
+    """A compiled ``(batch, on_policy=False) -> (grads, metrics)``: the gradients of the ACER
+    loss on ``network`` against ``average_network`` (a worker thread's copy against the
+    learner's average network, or a Ray worker's copies of both)."""
+
+    def fn(batch, on_policy):
+        with tf.GradientTape() as tape:
+            loss, metrics = acer_loss(network, average_network, config, batch, on_policy)
+        return tape.gradient(loss, network.trainable_variables), metrics
+
+    compiled = {
+        flag: batching.BatchFunction(functools.partial(fn, on_policy=flag))
+        for flag in (False, True)
+    }
+    return lambda batch, on_policy=False: compiled[bool(on_policy)](batch)

@@ -1,0 +1,176 @@
+"""ACER's asynchronous workers on Ray: acting and gradients in worker processes, the replay
+and the updates in the training process.
+
+Wang et al. 2016, https://arxiv.org/abs/1611.01224, run asynchronously as chainerrl's ACER
+(one process per worker sharing one model). With ``--backend=ray`` and ``num_workers >= 1``
+each :class:`AcerWorkerHost` Ray actor builds its own copies of the network and of the
+average network and its own vector environment. One call (:meth:`AcerWorkerHost.iterate`)
+is one ACER iteration of the thread worker:
+
+1. load the learner's weights and average weights if newer (by version, as IMPALA's Ray
+   actors);
+2. act ``t_max`` steps (``num_envs`` environments, the runtime's
+   :class:`~tfagents_vtrace.runtime.actor.Actor`);
+3. the gradients of the on-policy update on the weights that acted (exactly on-policy, as
+   with threads), unless ``disable_online_update``, and of one replay update per replayed
+   batch the call brought;
+4. return the unroll, its info and the gradients (numpy).
+
+:class:`AcerRayWorkers` (the driver's thread) samples each call's replayed batches from the
+learner's :class:`~tfagents_vtrace.replay.episodic.EpisodicReplay` (``n_times_replay``, or a
+Poisson count, once it holds ``replay_start_size`` transitions) when it sends the call, and
+when the result arrives adds the unroll to that replay and applies the gradients in order
+through :meth:`~tfagents_vtrace.agents.acer.learner.AcerLearner.apply_gradients` (the
+average network follows each applied update).
+
+The replay is the learner's, shared by the workers as with threads, not one per process as
+in chainerrl: the driver archives it with every checkpoint and restores it on resume, a
+replaced worker process loses no experience, and the rows' ``replay_size`` is the whole
+run's. The price is transport: every unroll comes back and every replayed batch goes out
+(small for vector observations; for pixels, per-process replays would save it). The other
+difference from threads: a call's replay gradients are all taken on the weights it acted
+with (a thread re-syncs before each replay update), so they are up to ``n_times_replay``
+updates staler, plus the other workers' updates in between (``policy_lag``).
+
+The pool's loop, process start-up and replacement, the step budget and the kill on stop are
+:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s, shared with A3C.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tfagents_vtrace.runtime.ray_backend import HostProcess, RayWorkerPool, host_env_factory
+
+
+class AcerWorkerHost(HostProcess):
+    """The body of one ACER worker process (module docstring).
+
+    Args:
+      spec: the worker's ``ActorSpec`` (``unroll_length`` = t_max).
+      config: the run's ``AcerConfig``.
+      worker_id: identifies the worker (its actor id).
+      env_factory: optional picklable ``seed -> VectorEnv``.
+      env_restarts: restart count to continue from (a replaced worker keeps its count).
+      tf_threads: TensorFlow intra/inter-op threads in this process.
+    """
+
+    def __init__(self, spec, config, worker_id: int, env_factory=None, env_restarts: int = 0,
+                 tf_threads: int = 1):  # fmt: skip
+        super().__init__(tf_threads)
+        from tfagents_vtrace.agents.acer.learner import gradients_fn
+        from tfagents_vtrace.runtime.actor import Actor, build_network
+
+        self.config = config
+        self.network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
+        self.average_network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
+        self.actor = Actor(spec, worker_id, self.network, env_factory, int(env_restarts))
+        self._grads = gradients_fn(self.network, self.average_network, config)
+
+    def _load(self, version: int, weights_ref: list) -> None:
+        """Loads ``(weights, average weights)`` of ``version`` if newer than the actor's."""
+        if version <= self.actor.weights_version:
+            return
+        import ray
+
+        start = time.perf_counter()
+        weights, average = ray.get(weights_ref[0])
+        self.actor.timing["weights_time"] += time.perf_counter() - start
+        self.actor.set_weights(version, weights)
+        if getattr(self.actor.policy, "network", None) is not self.network:
+            self.network.set_weights(weights)  # a numpy policy acts: the gradients' copy
+        self.average_network.set_weights(average)
+
+    def _numpy(self, grads, metrics) -> tuple[list, dict]:
+        import tensorflow as tf
+
+        grads = [np.asarray(tf.convert_to_tensor(g)) for g in grads]
+        return grads, {k: np.asarray(v, np.float32) for k, v in metrics.items()}
+
+    def iterate(self, version: int, weights_ref: list, batches: list):
+        """One iteration (module docstring): ``(unroll, info, [(grads, metrics), ...])``, the
+        on-policy update's first; None if the environment raised (recreated, unroll
+        dropped)."""
+        self._load(version, weights_ref)
+        item = self.actor.unroll()
+        if item is None:
+            return None
+        unroll, info = item
+        results = []
+        if not self.config.disable_online_update:
+            results.append(self._numpy(*self._grads(unroll, on_policy=True)))
+        for batch in batches:
+            results.append(self._numpy(*self._grads(batch)))
+        return unroll, info, results
+
+
+class AcerRayWorkers(RayWorkerPool):
+    """The driver's view of ACER's Ray workers (module docstring).
+
+    Args:
+      agent: the :class:`~tfagents_vtrace.agents.acer.agent.AcerAgent` (its learner, replay,
+        replay sampling and actor specs).
+      counters: the run's counters.
+      env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
+    """
+
+    host_class = AcerWorkerHost
+    what = "ACER Ray worker"
+
+    def __init__(self, agent, counters, env_factory=None):
+        run, config = agent.run_config, agent.config
+        super().__init__(
+            config.num_workers, agent.steps, counters.env_steps, run.total_steps, counters,
+            address=run.ray_address, actor_cpus=run.ray_actor_cpus,
+        )  # fmt: skip
+        self.agent, self.learner = agent, agent.learner
+        # Worker i acts as thread worker i + 1 would: same seeds, replay stream i + 1.
+        self.specs = [
+            agent.actor_spec(config.t_max, counters.env_steps, 104_729 * (i + 1))
+            for i in range(self.num_actors)
+        ]
+        self._env_factory = host_env_factory(env_factory, run.num_envs)
+
+    def host_args(self, actor_id: int) -> tuple:
+        return (self.specs[actor_id], self.learner.config, actor_id, self._env_factory)
+
+    @property
+    def version(self) -> int:
+        """The weights version: the learner's update count."""
+        return int(self.learner.updates.numpy())
+
+    def get(self) -> tuple[int, tuple[list, list]]:
+        """``(version, (weights, average weights))``, read together."""
+        learner = self.learner
+        with learner.lock:
+            weights = (learner.network.get_weights(), learner.average_network.get_weights())
+            return int(learner.updates.numpy()), weights
+
+    def call(self, worker_id: int):
+        batches = []
+        for _ in range(self.agent._replay_count()):
+            batch = self.agent._replay_batch()
+            if batch is None:
+                break
+            batches.append(batch)
+        version, ref = self._weights(self)
+        return self.handles[worker_id].iterate.remote(version, ref, batches)
+
+    def apply(self, worker_id: int, item) -> tuple[dict, dict]:
+        import tensorflow as tf
+
+        unroll, info, results = item
+        self.agent.extra_state.add_unroll(unroll, worker_id + 1)
+        lag, metrics = self.version - info["weights_version"], self.metrics
+        for grads, values in results:
+            grads = [tf.convert_to_tensor(g) for g in grads]
+            values = {k: tf.convert_to_tensor(v) for k, v in values.items()}
+            metrics = self.learner.apply_gradients(grads, values)
+        with self.learner.lock:  # counted with the updates, as a checkpoint sees them
+            self.counters.add(steps=self.steps, updates=len(results), info=info, lag=lag)
+        return metrics, info
+
+    def dropped(self, worker_id: int) -> None:
+        self.agent.extra_state.discard_open(worker_id + 1)
