@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.runtime import test_ray_backend as ray_tests
 from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner, TaacPolicy
 from tfagents_vtrace.agents.taac.export import export_taac_policy
 from tfagents_vtrace.agents.taac.learner import BATCH_KEYS
 from tfagents_vtrace.runtime import metrics_log, stop_signals
 from tfagents_vtrace.runtime.config import RunConfig
+
+ray_session = ray_tests.ray_session  # one local Ray per module (skips without Ray)
 
 SMALL = dict(
     actor_hidden_sizes=(16,),
@@ -279,10 +282,69 @@ def test_interrupt_saves_checkpoint_and_replay_then_resumes(tmp_path, capsys):
     assert "step=80 " in capsys.readouterr().err  # the final row is shown too
 
 
-def test_ray_backend_is_refused_with_a_clear_error(tmp_path):
-    run = RunConfig(env_id="Pendulum-v1", backend="ray", num_actors=1, total_steps=100)
-    with pytest.raises(ValueError, match="backend"):
-        train(run, TaacConfig(), None, str(tmp_path))
+def test_ray_backend_needs_actors(tmp_path):
+    run = RunConfig(env_id="Pendulum-v1", backend="ray", total_steps=100)
+    with pytest.raises(ValueError, match="^num_actors: backend='ray' expects >= 1"):
+        train(run, TaacConfig(**SMALL), None, str(tmp_path))
+
+
+def test_ray_collectors_train_resume_export_and_a_killed_one_is_replaced(tmp_path, ray_session):
+    """Two collector processes (Ape-X style) fill the learner's replay, one stream each, and
+    every collected call is followed by a training call; the run checkpoints (replay
+    included), exports and resumes; a collector killed in the resumed run is replaced and
+    counted in ``env_restarts``. (One test: each Ray launch costs seconds of imports.)"""
+    import os
+    import signal
+
+    _assert_actors_dead = ray_tests._assert_actors_dead
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.replay import storage
+    from tfagents_vtrace.runtime.driver import make_driver
+
+    cfg = TaacConfig(initial_collect_steps=80, train_interval=4, updates_per_train=2, **SMALL)
+    logdir = str(tmp_path)
+
+    def run(total, **kw):
+        return RunConfig(env_id="Pendulum-v1", seed=3, total_steps=total, num_envs=1,
+                         num_actors=2, eval_episodes=1, log_every_s=0.05, backend="ray",
+                         **kw)  # fmt: skip
+
+    trainer = make_driver(run(240), get_agent("taac"), cfg, None, logdir)
+    final = trainer.run()
+    source = trainer.agent.source
+    assert final["step"] == 240 and final["env_restarts"] == 0
+    assert final["updates"] == 2 * (240 - 80) // 4 + 2  # one training call per call
+    assert source.worker_steps[0] > 0 and source.worker_steps[1] > 0
+    assert final["replay_size"] == 240 and "eval_return" in final
+    assert [s.size for s in trainer.agent.extra_state.streams] == [w for w in source.worker_steps]
+    assert os.path.exists(os.path.join(logdir, "policy", "saved_model.pb"))
+    archive = storage.replay_path(logdir, 240)
+    assert storage.load_arrays(archive)[1]["num_streams"] == 2
+    _assert_actors_dead(source)
+    rows = metrics_log.read_metrics(logdir)
+    assert rows and all(r["policy_lag"] >= 0 for r in rows)
+
+    trainer = make_driver(run(480, export_policy=False), get_agent("taac"), cfg, None, logdir)
+    advance, seen = trainer.agent.advance, {}
+
+    def kill_collector_0_once():
+        source = trainer.agent.source
+        if not seen and trainer.counters.env_steps >= 320:
+            seen["pid"] = ray_session.get(source.handles[0].pid.remote())
+            seen["steps"] = source.worker_steps[0]
+            os.kill(seen["pid"], signal.SIGKILL)
+        elif source.actor_restarts[0] and "new_pid" not in seen:  # the replacement, built
+            seen["new_pid"] = ray_session.get(source.handles[0].pid.remote(), timeout=120)
+        return advance()
+
+    trainer.agent.advance = kill_collector_0_once
+    again = trainer.run()
+    source = trainer.agent.source
+    assert again["resumed"] and again["replay_restored"] == 240 and again["step"] == 480
+    assert source.actor_restarts == [1, 0] and again["env_restarts"] == 1
+    assert seen["new_pid"] != seen["pid"] and source.worker_steps[0] > seen["steps"]
+    assert again["replay_size"] == 480 and again["updates"] > final["updates"] + 60
+    _assert_actors_dead(source)
 
 
 class _PendulumCostTerms(gym.Wrapper):

@@ -1,9 +1,10 @@
-"""SequenceReplay: contiguous windows, uniform coverage, wrap-around, save/load."""
+"""SequenceReplay: contiguous windows, uniform coverage, wrap-around, save/load; StreamReplay:
+streams written at their own pace, sampled together, cut, archived together."""
 
 import numpy as np
 import pytest
 
-from tfagents_vtrace.replay.sequence import SequenceReplay
+from tfagents_vtrace.replay.sequence import SequenceReplay, StreamReplay
 from tfagents_vtrace.replay.storage import ReplayCorruptError
 
 SPECS = {"t": ((), np.int64), "obs": ((2,), np.float32), "b": ((), np.int32)}
@@ -71,3 +72,32 @@ def test_save_load_roundtrip_and_corruption(tmp_path, rng):
     open(path, "wb").write(bytes(data))
     with pytest.raises(ReplayCorruptError):
         other.load(path)
+
+
+def test_streams_fill_at_their_own_pace_sample_uniformly_cut_and_save(rng, tmp_path):
+    specs = {**SPECS, "is_last": ((), bool)}
+    replay = StreamReplay(specs, num_streams=2, num_envs=2, capacity=40)  # 10 per column
+    for stream, steps in ((0, 13), (1, 3)):  # stream 0 wrapped (steps 3..12 kept)
+        for t in range(steps):
+            step = {"t": np.full(2, 100 * stream + t), "obs": np.zeros((2, 2))}
+            replay.add({**step, "b": np.zeros(2, np.int32), "is_last": np.zeros(2, bool)}, stream)
+    assert len(replay) == 26 and replay.can_sample(3) and not replay.can_sample(11)
+    out = replay.sample(50, 3, rng, num=4)
+    assert out["t"].shape == (4, 3, 50)
+    np.testing.assert_array_equal(np.diff(out["t"], axis=1), 1)  # contiguous, one stream
+    from_1 = np.mean(out["t"][:, 0] >= 100)  # 2 x 1 of the 2 x 8 + 2 x 1 windows
+    assert 0.02 < from_1 < 0.3 and out["t"].min() >= 3
+    replay.cut(1)
+    assert (
+        replay.streams[1].data["is_last"][:, 2].all()
+        and not replay.streams[0].data["is_last"].any()
+    )
+    path = str(tmp_path / "replay-1.npz")
+    replay.save(path)
+    other = StreamReplay(specs, num_streams=2, num_envs=2, capacity=40)
+    other.load(path)
+    assert len(other) == 26 and other.streams[0].added == 13
+    np.testing.assert_array_equal(other.sample(8, 3, np.random.default_rng(1))["t"],
+                                  replay.sample(8, 3, np.random.default_rng(1))["t"])  # fmt: skip
+    with pytest.raises(ValueError, match="holds 2 replay streams, this run 3"):
+        StreamReplay(specs, num_streams=3, num_envs=2, capacity=60).load(path)

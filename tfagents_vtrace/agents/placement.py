@@ -19,7 +19,7 @@ def require_local_backend(run, agent_name: str) -> None:
     if run.backend != "local":
         raise ValueError(
             f"backend: {agent_name} acts in the training process, expected 'local', "
-            f"received {run.backend!r} (--backend=ray serves IMPALA, A2C, A3C, ACER's workers)"
+            f"received {run.backend!r} (--backend=ray serves IMPALA, A2C, A3C, ACER, TAAC)"
         )
 
 

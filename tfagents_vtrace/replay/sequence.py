@@ -18,7 +18,7 @@ import numpy as np
 
 from tfagents_vtrace.replay.storage import load_arrays, save_arrays
 
-__all__ = ["SequenceReplay"]
+__all__ = ["SequenceReplay", "StreamReplay"]
 
 
 class SequenceReplay:
@@ -85,15 +85,25 @@ class SequenceReplay:
         count = num * batch_size
         env = rng.integers(0, self.num_envs, count)
         offset = rng.integers(0, self.size - length + 1, count)
-        oldest = self.pos if self.size == self.per_env else 0
-        # [length, count] buffer indices of each window, oldest step first.
-        idx = (oldest + offset[None, :] + np.arange(length)[:, None]) % self.per_env
         out = {}
-        for key, array in self.data.items():
-            window = array[env[None, :], idx]  # [length, count, *shape]
+        for key, window in self.windows(env, offset, length).items():
             window = window.reshape(length, num, batch_size, *window.shape[2:])
             out[key] = np.swapaxes(window, 0, 1)
         return out
+
+    def windows(self, env: np.ndarray, offset: np.ndarray, length: int) -> dict:
+        """Fields ``[length, count, *shape]`` of the windows starting ``offset[i]`` steps after
+        the oldest stored step of column ``env[i]``."""
+        oldest = self.pos if self.size == self.per_env else 0
+        # [length, count] buffer indices of each window, oldest step first.
+        idx = (oldest + offset[None, :] + np.arange(length)[:, None]) % self.per_env
+        return {key: array[env[None, :], idx] for key, array in self.data.items()}
+
+    def cut(self) -> None:
+        """Marks the newest stored step of every column as an episode's last (``is_last``):
+        the next step written starts a new episode (its writer's environments restarted)."""
+        if self.size and "is_last" in self.data:
+            self.data["is_last"][:, (self.pos - 1) % self.per_env] = True
 
     def save(self, path: str) -> None:
         """Writes the stored steps (oldest first) to the ``.npz`` archive ``path``."""
@@ -128,3 +138,119 @@ class SequenceReplay:
         self.size = size
         self.pos = size % self.per_env
         self.added = int(meta.get("added", size))
+
+
+class StreamReplay:
+    """One :class:`SequenceReplay` per writer (stream), each written at its own pace: the
+    replay of TAAC's Ray collectors (:mod:`~tfagents_vtrace.agents.taac.ray_collectors`),
+    whose vector steps arrive from several processes in any order.
+
+    :meth:`sample` draws windows uniformly over all streams' stored windows, with the
+    interface of :meth:`SequenceReplay.sample`; :meth:`save` and :meth:`load` keep every
+    stream in one checksummed archive (fields ``"<stream>/<name>"``).
+
+    Args:
+      specs: field name -> ``(shape_of_one_step, dtype)``.
+      num_streams: writers.
+      num_envs: environments (columns) of each writer.
+      capacity: total steps kept, split evenly over the streams.
+    """
+
+    def __init__(self, specs: dict, num_streams: int, num_envs: int, capacity: int):
+        if num_streams < 1:
+            raise ValueError(f"num_streams: expected >= 1, received {num_streams}")
+        self.streams = [
+            SequenceReplay(specs, num_envs, capacity // num_streams) for _ in range(num_streams)
+        ]
+
+    @property
+    def num_steps(self) -> int:
+        """Steps stored over all streams."""
+        return sum(stream.num_steps for stream in self.streams)
+
+    def __len__(self) -> int:
+        return self.num_steps
+
+    def add(self, step: dict, stream: int) -> None:
+        """Writes one vector step of writer ``stream`` (fields ``[num_envs, *shape]``)."""
+        self.streams[stream].add(step)
+
+    def cut(self, stream: int) -> None:
+        """:meth:`SequenceReplay.cut` of writer ``stream`` (its environments restarted)."""
+        self.streams[stream].cut()
+
+    def _counts(self, length: int) -> np.ndarray:
+        """Windows of ``length`` steps stored per stream."""
+        return np.array([s.num_envs * max(s.size - length + 1, 0) for s in self.streams], np.int64)
+
+    def can_sample(self, length: int) -> bool:
+        """Whether windows of ``length`` steps exist (in any stream)."""
+        return bool(self._counts(length).sum() > 0)
+
+    def sample(self, batch_size: int, length: int, rng: np.random.Generator, num: int = 1) -> dict:
+        """``num`` batches of ``batch_size`` windows, fields ``[num, length, batch_size,
+        *shape]``, drawn uniformly (with replacement) over the windows of every stream.
+
+        Raises:
+          ValueError: no stream holds ``length`` steps per environment.
+        """
+        counts = self._counts(length)
+        if not counts.sum():
+            raise ValueError(f"length: no stream holds {length} steps per environment")
+        count = num * batch_size
+        which = rng.choice(len(self.streams), count, p=counts / counts.sum())
+        out = None
+        for k in np.unique(which):
+            stream, picked = self.streams[k], np.flatnonzero(which == k)
+            env = rng.integers(0, stream.num_envs, len(picked))
+            offset = rng.integers(0, stream.size - length + 1, len(picked))
+            windows = stream.windows(env, offset, length)
+            if out is None:
+                out = {key: np.empty((length, count, *w.shape[2:]), w.dtype)
+                       for key, w in windows.items()}  # fmt: skip
+            for key, window in windows.items():
+                out[key][:, picked] = window
+        return {
+            key: np.swapaxes(w.reshape(length, num, batch_size, *w.shape[2:]), 0, 1)
+            for key, w in out.items()
+        }
+
+    def save(self, path: str) -> None:
+        """Writes every stream's stored steps (oldest first) to the ``.npz`` archive ``path``."""
+        arrays, meta = {}, {"num_streams": len(self.streams), "added": []}
+        for k, stream in enumerate(self.streams):
+            oldest = stream.pos if stream.size == stream.per_env else 0
+            order = (oldest + np.arange(stream.size)) % stream.per_env
+            arrays.update({f"{k}/{key}": a[:, order] for key, a in stream.data.items()})
+            meta["added"].append(stream.added)
+        save_arrays(path, arrays, meta)
+
+    def load(self, path: str) -> None:
+        """Replaces the contents with the archive ``path`` (written by :meth:`save`).
+
+        Raises:
+          ReplayCorruptError: the archive fails its checksum.
+          ValueError: it holds another number of streams, or other fields or shapes.
+        """
+        arrays, meta = load_arrays(path)
+        if meta.get("num_streams") != len(self.streams):
+            raise ValueError(
+                f"path: the archive holds {meta.get('num_streams')} replay streams, this run "
+                f"{len(self.streams)} (num_actors)"
+            )
+        for k, stream in enumerate(self.streams):
+            fields = {key: arrays.get(f"{k}/{key}") for key in stream.specs}
+            missing = [key for key, array in fields.items() if array is None]
+            if missing:
+                raise ValueError(f"path: stream {k} lacks the fields {missing}")
+            size = min(next(iter(fields.values())).shape[1], stream.per_env)
+            for key, array in fields.items():
+                shape = stream.specs[key][0]
+                if array.shape[0] != stream.num_envs or array.shape[2:] != shape:
+                    raise ValueError(
+                        f"path: field {k}/{key} has shape {list(array.shape)}, expected "
+                        f"[{stream.num_envs}, n, *{list(shape)}]"
+                    )
+                stream.data[key][:, :size] = array[:, array.shape[1] - size :]
+            stream.size, stream.pos = size, size % stream.per_env
+            stream.added = int(meta["added"][k])

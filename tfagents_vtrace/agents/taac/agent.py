@@ -6,7 +6,11 @@ https://arxiv.org/abs/2104.06521. One :meth:`TaacAgent.advance` is one vector-en
 the :class:`~tfagents_vtrace.agents.taac.rollout.Rollout`; every ``train_interval`` steps
 (once ``initial_collect_steps`` environment steps with uniform random actions and b are
 stored) one compiled call runs ``updates_per_train`` updates on freshly sampled windows. The
-driver archives the replay beside each checkpoint. Rows add ``repeat_length`` (environment
+driver archives the replay beside each checkpoint. With ``backend="ray"``, ``num_actors``
+Ray processes collect into the replay (one stream each) and every collected call of
+``train_interval`` vector steps is followed by one training call
+(:mod:`~tfagents_vtrace.agents.taac.ray_collectors`, Ape-X style); ``deterministic`` is
+refused with Ray (``RunConfig``). Rows add ``repeat_length`` (environment
 steps per trajectory started since the previous row, after the random phase), evaluation
 rows ``eval_repeat_length``.
 """
@@ -24,7 +28,7 @@ from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy
 from tfagents_vtrace.agents.taac.rollout import RepeatLengths, Rollout, replay_specs
 from tfagents_vtrace.envs.factory import vector_env_factory
-from tfagents_vtrace.replay.sequence import SequenceReplay
+from tfagents_vtrace.replay.sequence import SequenceReplay, StreamReplay
 
 
 class TaacAgent:
@@ -35,7 +39,12 @@ class TaacAgent:
     lock = contextlib.nullcontext()
 
     def __init__(self, run, config, network_config=None, strategy=None, env_factory=None):
-        placement.check_local_agent(run, strategy, config, TaacConfig, "TAAC")
+        placement.check_config(config, TaacConfig)
+        if run.backend == "ray":  # collectors in Ray processes; ImportError without Ray
+            from tfagents_vtrace.runtime.ray_backend import check_run_config
+
+            check_run_config(run)  # num_actors >= 1
+        placement.require_single_replica(strategy, "TAAC")
         if config.callables():
             raise ValueError(
                 f"{config.callables()[0]}: a run records its config in config.json, which "
@@ -46,6 +55,7 @@ class TaacAgent:
         self.max_nonfinite_updates = config.max_nonfinite_updates
         factory = env_factory or vector_env_factory(run.env_id, run.env_mode, run.env_kwargs)
         self.env = factory(run.num_envs, run.seed)
+        self.env_factory = env_factory
         space = self.space = self.env.single_action_space
         if not isinstance(space, gym.spaces.Box):
             raise ValueError(f"env_id: TAAC needs a Box action space, {run.env_id!r} has {space}")
@@ -54,7 +64,13 @@ class TaacAgent:
         specs = replay_specs(
             obs_shape, self.learner.trajectory.order, action_dim, config.reward_dim
         )
-        self.extra_state = SequenceReplay(specs, run.num_envs, config.replay_capacity)
+        self.source = None
+        if run.backend == "ray":  # one replay stream per collector process
+            self.extra_state = StreamReplay(
+                specs, run.num_actors, run.num_envs, config.replay_capacity
+            )
+        else:
+            self.extra_state = SequenceReplay(specs, run.num_envs, config.replay_capacity)
 
     def checkpoint_items(self) -> dict:
         return {"network": self.learner.actor, **self.learner.checkpoint_items()}
@@ -68,6 +84,15 @@ class TaacAgent:
         seed, self.counters = self.run_config.seed, counters
         restart, self.iteration = counters.env_steps, 0
         self.rng = np.random.default_rng([seed, restart])
+        if self.run_config.backend == "ray":
+            from tfagents_vtrace.agents.taac.ray_collectors import TaacRayCollectors
+
+            for stream in range(self.run_config.num_actors):
+                self.extra_state.cut(stream)  # a restored stream's episodes end here
+            self.source = TaacRayCollectors(self, counters, self.env_factory)
+            self.rollout = self.source  # its ``repeats`` feed the rows
+            self.source.start()
+            return
         policy = self._policy(False, seed + 7919 * restart)
         self.rollout = Rollout(
             self.env, policy, self.extra_state, seed + 7919 * restart,
@@ -75,7 +100,10 @@ class TaacAgent:
         )  # fmt: skip
 
     def advance(self) -> dict:
-        """One vector step, then a training call when one is due."""
+        """One vector step, then a training call when one is due (with Ray: the collectors'
+        calls that arrived, each followed by a training call)."""
+        if self.source is not None:
+            return self.source.advance()
         cfg, counters = self.config, self.counters
         ended = self.rollout.step(counters.env_steps < cfg.initial_collect_steps)
         counters.add(steps=self.run_config.num_envs, info=ended)
@@ -113,4 +141,6 @@ class TaacAgent:
         return fields
 
     def close(self) -> None:
+        if self.source is not None:
+            self.source.close()
         self.env.close()
