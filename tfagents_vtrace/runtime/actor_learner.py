@@ -51,7 +51,12 @@ class ActorLearner(NetworkAgent):
         run, self.counters = self.run_config, counters
         spec = self.actor_spec(run.unroll_length, counters.updates, self.seed_offset)
         self.source = unroll_source(
-            run, spec, self.acting_network, self.env_factory, start=counters.updates
+            run,
+            spec,
+            self.acting_network,
+            self.env_factory,
+            start=counters.updates,
+            counters=counters,
         )
         self.times = TimeShares(0 if self.source.inline else run.num_actors)
         self.source.start(counters.updates, self.learner.get_weights())

@@ -52,7 +52,11 @@ class Counters:
                 self.returns.extend(np.asarray(info["episode_returns"]).tolist())
                 self.lengths.extend(np.asarray(info["episode_lengths"]).tolist())
                 self.episodes += len(info["episode_returns"])
-                self.actor_restarts[info.get("actor_id", 0)] = int(info.get("env_restarts", 0))
+                # The maximum: a Ray pool counts a replaced process at once, while unrolls
+                # its predecessor sent (with the lower count) may still be queued.
+                actor_id = info.get("actor_id", 0)
+                restarts = int(info.get("env_restarts", 0))
+                self.actor_restarts[actor_id] = max(self.actor_restarts.get(actor_id, 0), restarts)
             if lag is not None:
                 self._lag.append(float(lag))
 

@@ -22,8 +22,9 @@ unchanged:
 * an environment that raises is recreated inside the actor (``env_restarts`` and the
   actor's timings arrive in ``info`` as with threads); a Ray actor process that dies is
   replaced (up to ``max_actor_restarts`` times per actor id, each counted as an env
-  restart); an exception raised by the actor code itself is fatal and reported through
-  ``error``;
+  restart in the run's counters at once; the replacement's first call goes out once it is
+  built, as :class:`RayWorkerPool` does); an exception raised by the actor code itself is
+  fatal and reported through ``error``;
 * on stop (end of training or any exception in the learner) every Ray actor is killed, and
   Ray is shut down if the pool started it.
 
@@ -280,6 +281,19 @@ class RayProcesses:
             pass
         self.handles[actor_id] = self._new_actor(actor_id)
 
+    def _restart(self, actor_id: int, error: BaseException, counters=None):
+        """Replaces a dead actor process and counts the restart at once in ``counters`` (if
+        given; not with its successor's first result, which a run ending meanwhile would
+        never see); returns the ObjectRef of the replacement's ``pid()``, ready once it is
+        built: its first call is sent only then (a call queued meanwhile would act with the
+        weights of the moment it was sent)."""
+        self._replace(actor_id, error)
+        if counters is not None:
+            info = {"episode_returns": (), "episode_lengths": (), "actor_id": actor_id,
+                    "env_restarts": self._env_restarts[actor_id]}  # fmt: skip
+            counters.add(info=info)
+        return self.handles[actor_id].pid.remote()
+
 
 class RayActorPool(RayProcesses, threading.Thread):
     """``num_actors`` Ray actors driven by one learner-side thread (see module docstring).
@@ -291,29 +305,33 @@ class RayActorPool(RayProcesses, threading.Thread):
       out: the bounded queue of ``(unroll, info)`` the learner consumes.
       stop: set by the learner to end the pool.
       env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
+      counters: the run's counters, which count a replaced actor's restart at once (None:
+        when its successor's first unroll arrives).
       address, actor_cpus, max_actor_restarts, start_timeout_s: see :class:`RayProcesses`.
     """
 
     def __init__(self, spec, num_actors: int, store, out: queue.Queue, stop: threading.Event,
-                 *, env_factory=None, address: str | None = None, actor_cpus: float = 1.0,
-                 max_actor_restarts: int = 3, start_timeout_s: float = 600.0):  # fmt: skip
+                 *, env_factory=None, counters=None, address: str | None = None,
+                 actor_cpus: float = 1.0, max_actor_restarts: int = 3,
+                 start_timeout_s: float = 600.0):  # fmt: skip
         threading.Thread.__init__(self, name="ray-actors", daemon=True)
         RayProcesses.__init__(
             self, num_actors, address=address, actor_cpus=actor_cpus,
             max_actor_restarts=max_actor_restarts, start_timeout_s=start_timeout_s,
         )  # fmt: skip
-        self.spec = spec
+        self.spec, self.counters = spec, counters
         self.store, self.out, self.stop = store, out, stop
         self._env_factory = host_env_factory(env_factory, spec.num_envs)
         self.error: BaseException | None = None
 
     @classmethod
     def from_run(cls, run, spec, store, out: queue.Queue, stop: threading.Event,
-                 env_factory=None) -> RayActorPool:  # fmt: skip
+                 env_factory=None, counters=None) -> RayActorPool:  # fmt: skip
         """The pool a ``RunConfig`` asks for (``num_actors``, ``ray_address``,
         ``ray_actor_cpus``)."""
         return cls(spec, run.num_actors, store, out, stop, env_factory=env_factory,
-                   address=run.ray_address, actor_cpus=run.ray_actor_cpus)  # fmt: skip
+                   counters=counters, address=run.ray_address,
+                   actor_cpus=run.ray_actor_cpus)  # fmt: skip
 
     def host_args(self, actor_id: int) -> tuple:
         return (self.spec, actor_id, self._env_factory)
@@ -342,15 +360,25 @@ class RayActorPool(RayProcesses, threading.Thread):
     def _drive(self) -> None:
         ray = import_ray()
         pending = {self._submit(i): i for i in range(self.num_actors)}
+        starting: dict = {}  # ObjectRef of a replacement's pid() -> actor id
         while not self.stop.is_set():
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.1)
+            ready, _ = ray.wait([*pending, *starting], num_returns=1, timeout=0.1)
             for ref in ready:
+                if ref in starting:  # a replacement is built (or failed to build)
+                    actor_id = starting.pop(ref)
+                    try:
+                        ray.get(ref)
+                    except ray.exceptions.RayActorError as error:
+                        starting[self._restart(actor_id, error, self.counters)] = actor_id
+                    else:
+                        pending[self._submit(actor_id)] = actor_id
+                    continue
                 actor_id = pending.pop(ref)
                 try:
                     item = ray.get(ref)
-                except ray.exceptions.RayActorError as error:
-                    self._replace(actor_id, error)
-                    item = None
+                except ray.exceptions.RayActorError as error:  # replace; first call once built
+                    starting[self._restart(actor_id, error, self.counters)] = actor_id
+                    continue
                 if item is not None:
                     self._env_restarts[actor_id] = int(item[1]["env_restarts"])
                     if not put_until_stopped(self.out, item, self.stop):
@@ -433,7 +461,7 @@ class RayWorkerPool(RayProcesses):
                 try:
                     ray.get(ref)
                 except ray.exceptions.RayActorError as error:
-                    self._restart(worker_id, error)
+                    self._restart_worker(worker_id, error)
                     continue
                 self._submit(worker_id)
                 continue
@@ -443,7 +471,7 @@ class RayWorkerPool(RayProcesses):
             except ray.exceptions.RayActorError as error:  # the process died: replace it
                 self.budget.release(self.steps)
                 self.dropped(worker_id)
-                self._restart(worker_id, error)
+                self._restart_worker(worker_id, error)
                 continue
             if item is None:  # dropped: its environment failed and was recreated
                 self.budget.release(self.steps)
@@ -455,16 +483,10 @@ class RayWorkerPool(RayProcesses):
             self._submit(worker_id)
         return self.metrics
 
-    def _restart(self, worker_id: int, error: BaseException) -> None:
-        """Replaces a dead worker process, counts the restart at once (not with its
-        successor's first result, which a run ending meanwhile would never see), and sends
-        it a call only once it is built (a call queued meanwhile would act with the weights
-        of the moment it was sent)."""
-        self._replace(worker_id, error)
-        info = {"episode_returns": (), "episode_lengths": (), "actor_id": worker_id,
-                "env_restarts": self._env_restarts[worker_id]}  # fmt: skip
-        self.counters.add(info=info)
-        self.starting[self.handles[worker_id].pid.remote()] = worker_id
+    def _restart_worker(self, worker_id: int, error: BaseException) -> None:
+        """:meth:`RayProcesses._restart`, counted in ``counters``; the call goes out once
+        the replacement is built."""
+        self.starting[self._restart(worker_id, error, self.counters)] = worker_id
 
     def close(self) -> None:
         """Kills the worker processes (calls in flight are dropped); shuts Ray down if this

@@ -163,11 +163,12 @@ class InlineSource:
         self.actor.close()
 
 
-def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0):
+def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, counters=None):
     """The source ``run`` asks for (module docstring), its actors built from ``spec``;
     ``network_factory()`` gives each actor its network, ``env_factory`` (``(num_envs, seed)
     -> VectorEnv``) replaces ``make_vector_env``; ``start`` is the update count the run
-    starts from (the first weights' version)."""
+    starts from (the first weights' version); ``counters`` (optional) count a replaced Ray
+    actor's restart at once."""
     actor_factory = None
     if env_factory is not None:
         actor_factory = lambda seed: env_factory(run.num_envs, seed)  # noqa: E731
@@ -188,7 +189,7 @@ def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0):
     if run.backend == "ray":  # one driver thread for all Ray actors, same queue and store
         from tfagents_vtrace.runtime.ray_backend import RayActorPool
 
-        threads = [RayActorPool.from_run(run, spec, store, unrolls, stop, env_factory)]
+        threads = [RayActorPool.from_run(run, spec, store, unrolls, stop, env_factory, counters)]
     else:
         threads = [
             ActorThread(Actor(spec, i, network_factory(), actor_factory), store, unrolls, stop)
