@@ -282,12 +282,6 @@ def test_interrupt_saves_checkpoint_and_replay_then_resumes(tmp_path, capsys):
     assert "step=80 " in capsys.readouterr().err  # the final row is shown too
 
 
-def test_ray_backend_needs_actors(tmp_path):
-    run = RunConfig(env_id="Pendulum-v1", backend="ray", total_steps=100)
-    with pytest.raises(ValueError, match="^num_actors: backend='ray' expects >= 1"):
-        train(run, TaacConfig(**SMALL), None, str(tmp_path))
-
-
 def test_ray_collectors_train_resume_export_and_a_killed_one_is_replaced(tmp_path, ray_session):
     """Two collector processes (Ape-X style) fill the learner's replay, one stream each, and
     every collected call is followed by a training call; the run checkpoints (replay

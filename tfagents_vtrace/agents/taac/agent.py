@@ -7,7 +7,7 @@ the :class:`~tfagents_vtrace.agents.taac.rollout.Rollout`; every ``train_interva
 (once ``initial_collect_steps`` environment steps with uniform random actions and b are
 stored) one compiled call runs ``updates_per_train`` updates on freshly sampled windows. The
 driver archives the replay beside each checkpoint. With ``backend="ray"``, ``num_actors``
-Ray processes collect into the replay (one stream each) and every collected call of
+(0: one) Ray processes collect into the replay (one stream each) and every collected call of
 ``train_interval`` vector steps is followed by one training call
 (:mod:`~tfagents_vtrace.agents.taac.ray_collectors`, Ape-X style); ``deterministic`` is
 refused with Ray (``RunConfig``). Rows add ``repeat_length`` (environment
@@ -40,10 +40,12 @@ class TaacAgent:
 
     def __init__(self, run, config, network_config=None, strategy=None, env_factory=None):
         placement.check_config(config, TaacConfig)
-        if run.backend == "ray":  # collectors in Ray processes; ImportError without Ray
-            from tfagents_vtrace.runtime.ray_backend import check_run_config
+        # With Ray: num_actors collector processes (0: one); ImportError without Ray.
+        self.num_collectors = max(run.num_actors, 1)
+        if run.backend == "ray":
+            from tfagents_vtrace.runtime.ray_backend import import_ray
 
-            check_run_config(run)  # num_actors >= 1
+            import_ray()
         placement.require_single_replica(strategy, "TAAC")
         if config.callables():
             raise ValueError(
@@ -67,7 +69,7 @@ class TaacAgent:
         self.source = None
         if run.backend == "ray":  # one replay stream per collector process
             self.extra_state = StreamReplay(
-                specs, run.num_actors, run.num_envs, config.replay_capacity
+                specs, self.num_collectors, run.num_envs, config.replay_capacity
             )
         else:
             self.extra_state = SequenceReplay(specs, run.num_envs, config.replay_capacity)
@@ -87,7 +89,7 @@ class TaacAgent:
         if self.run_config.backend == "ray":
             from tfagents_vtrace.agents.taac.ray_collectors import TaacRayCollectors
 
-            for stream in range(self.run_config.num_actors):
+            for stream in range(self.num_collectors):
                 self.extra_state.cut(stream)  # a restored stream's episodes end here
             self.source = TaacRayCollectors(self, counters, self.env_factory)
             self.rollout = self.source  # its ``repeats`` feed the rows

@@ -4,7 +4,7 @@ the training process.
 Horgan et al. 2018 (Ape-X, https://arxiv.org/abs/1803.00933) decouple acting from learning
 for replay-based agents: actors step their environments with a recent copy of the policy and
 send the steps to the learner's replay. With ``--backend=ray`` TAAC (Yu et al. 2021,
-https://arxiv.org/abs/2104.06521) runs ``num_actors`` :class:`TaacCollectorHost` Ray actor
+https://arxiv.org/abs/2104.06521) runs ``num_actors`` (0: one) :class:`TaacCollectorHost` Ray actor
 processes, each with its own ``num_envs`` environments, a copy of the actor, the critics and
 the b temperature (what the act-or-repeat step reads), and the inline agent's
 :class:`~tfagents_vtrace.agents.taac.rollout.Rollout`. One call
@@ -150,7 +150,7 @@ class TaacRayCollectors(RayWorkerPool):
         run, config = agent.run_config, agent.config
         self.vector_steps = config.train_interval
         super().__init__(
-            run.num_actors, self.vector_steps * run.num_envs, counters.env_steps,
+            agent.num_collectors, self.vector_steps * run.num_envs, counters.env_steps,
             run.total_steps, counters, address=run.ray_address, actor_cpus=run.ray_actor_cpus,
         )  # fmt: skip
         self.agent, self.learner, self.run = agent, agent.learner, run
