@@ -98,10 +98,15 @@ def test_truncation_bootstraps_from_final_observation_and_termination_does_not(r
     assert abs(values[3, 0]) > 1e-4  # the bootstrap term is not trivially zero
 
 
+# The paper's update: one V-trace policy-gradient step per batch (the default reuses it).
+PLAIN_UPDATE = {"policy_loss": "vtrace", "num_epochs": 1, "num_minibatches": 1}
+
+
 def _learner(strategy, weights=None, **kw):
     # Raw advantages: normalised ones are normalised per replica, so a mirrored update
     # would differ from the single-device one by design.
     kw.setdefault("normalize_advantages", False)
+    kw = {**PLAIN_UPDATE, **kw}
     config = ImpalaConfig(optimizer="adam", learning_rate=1e-2, lr_decay="none", **kw)
     learner = ImpalaLearner(config, _network, strategy)
     if weights is not None:

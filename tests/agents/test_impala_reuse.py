@@ -33,8 +33,11 @@ def _config(**kw):
         "learning_rate": LR,
         "lr_decay": "none",
         "normalize_advantages": False,
+        "policy_loss": "vtrace",
+        "num_epochs": 1,
+        "num_minibatches": 1,
         **kw,
-    }  # the references use raw advantages
+    }  # the references use raw advantages and the paper's update unless a test sets reuse
     return ImpalaConfig(**kw)
 
 

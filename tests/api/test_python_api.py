@@ -39,7 +39,8 @@ def test_train_an_env_class_load_and_evaluate_the_policy(tmp_path, mygame):
     policy = tv.load_policy(final["policy"])
     result = tv.evaluate(policy, mygame.Corridor, episodes=3)
     assert result["episodes"] == 3 and len(result["returns"]) == 3
-    assert -0.31 <= result["min_return"] <= result["max_return"] <= 1.0
+    # Returns lie between a time-out (40 steps of -0.01) and reaching the end at once.
+    assert -0.4 - 1e-6 <= result["min_return"] <= result["max_return"] <= 1.0
     # One step of one observation, with the bookkeeping kept by the policy.
     env = mygame.Corridor()
     obs, _ = env.reset(seed=0)

@@ -53,6 +53,11 @@ TRAIN_CASES = {
     ),
     "unknown_flag": (["--totl_steps=3"], "error: --totl_steps: unknown flag (did you mean"),
     "no_config": (["--config=nope"], "error: --config: no shipped config 'nope' (available: "),
+    "minibatches_do_not_split": (
+        ["--num_envs=6"],
+        "error: --num_minibatches: a batch of 6 columns (num_envs=6 x 1 unroll) does not "
+        "split into 4 equal minibatches",
+    ),
     "deprecated_beside_new": (
         ["--agent=a2c", "--entropy_start=0.1", "--entropy_cost=0.2"],
         "error: --entropy_start: deprecated name of --entropy_cost, which is also given; keep "

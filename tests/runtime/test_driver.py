@@ -118,7 +118,9 @@ def _setup(agent: str, total_steps: int, **run_kw):
     module = get_agent(agent.split("_")[0])
     max_bad = kw.pop("max_nonfinite_updates", 10)
     if agent in ("impala", "a2c"):
-        return module, module.Config(max_nonfinite_updates=max_bad), NET, RunConfig(**kw)
+        split = {"num_minibatches": 2} if agent == "impala" else {}  # B = 2 environments
+        config = module.Config(max_nonfinite_updates=max_bad, **split)
+        return module, config, NET, RunConfig(**kw)
     if agent == "taac":
         config = module.Config(actor_hidden_sizes=(8,), critic_hidden_sizes=(8,),
                                mini_batch_size=4, mini_batch_length=2, jit_compile=False,

@@ -34,6 +34,10 @@ class AgentSpec:
         whose policy is not the actor-critic network (TAAC); None exports that network.
       check_export: ``(logdir, path, fmt=..., steps=...) -> ParityReport`` for
         ``export_run``'s artefacts; None when it has none.
+      check_run: ``(config, run_config) -> None``: raises ValueError naming a setting when
+        the agent's config cannot run with the run's (e.g. a batch that does not split into
+        IMPALA's minibatches); None accepts every combination.
+      activation: what ``NetworkConfig.activation="auto"`` means for this agent's networks.
       export_formats: the formats its runs export.
       spaces: the observation and action spaces it takes.
     """
@@ -45,6 +49,8 @@ class AgentSpec:
     network_config_for: Callable | None = None
     export_run: Callable | None = None
     check_export: Callable | None = None
+    check_run: Callable | None = None
+    activation: str = "tanh"
     export_formats: tuple[str, ...] = ACTOR_CRITIC_EXPORTS
     spaces: AgentSpaces | None = None
 
@@ -55,7 +61,9 @@ class AgentSpec:
             object.__setattr__(self, "spaces", SUPPORTED_SPACES[self.name])
 
     def network_config(self, network_config, config, env_id: str):
-        """The network config a run of this agent uses."""
+        """The network config a run of this agent uses ("auto" activation resolved)."""
+        if network_config.activation == "auto":
+            network_config = dataclasses.replace(network_config, activation=self.activation)
         if self.network_config_for is None:
             return network_config
         return self.network_config_for(network_config, config, env_id)

@@ -303,6 +303,8 @@ def configs_from_flags():
         env_config = config_flags.config_from_flags(EnvFamilyConfig, _TABLE)
         env_kwargs = env_config.env_kwargs(run_config.env_id)
         run_config = dataclasses.replace(run_config, env_kwargs=env_kwargs)
+        if agent.check_run is not None:
+            agent.check_run(agent_config, run_config)
     return agent, agent_config, network_config, run_config
 
 

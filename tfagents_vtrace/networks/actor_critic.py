@@ -109,7 +109,9 @@ class ActorCriticNetwork(keras.Model):
         if config.q_hidden_sizes is not None:  # unshared Q (and SDN V) network
             self.q_torso = self._mlp(config.q_hidden_sizes)
         if config.q_head == "stochastic_dueling":
-            self.q_head = heads.StochasticDuelingHead(config.sdn_hidden_sizes, config.activation)
+            self.q_head = heads.StochasticDuelingHead(
+                config.sdn_hidden_sizes, config.mlp_activation
+            )
             if self.q_torso is not None:  # A(s, a) on [observation, action]
                 self.adv_torso = self._mlp(())
         elif config.q_head == "discrete":
@@ -187,7 +189,9 @@ class ActorCriticNetwork(keras.Model):
             return multi_input.MultiInputTorso(
                 self.observation_space, cfg, hidden_sizes, use_conv=False
             )
-        return torsos.MLPTorso(hidden_sizes, cfg.activation, self.obs_categories, self.input_scale)
+        return torsos.MLPTorso(
+            hidden_sizes, cfg.mlp_activation, self.obs_categories, self.input_scale
+        )
 
     def _make_torso(self, config: NetworkConfig) -> keras.layers.Layer:
         if self.nested_observation:
@@ -196,7 +200,7 @@ class ActorCriticNetwork(keras.Model):
         scale = self.input_scale
         if config.torso == "mlp":
             return torsos.MLPTorso(
-                config.hidden_sizes, config.activation, self.obs_categories, scale
+                config.hidden_sizes, config.mlp_activation, self.obs_categories, scale
             )
         if rank != 3:
             raise ValueError(

@@ -56,8 +56,12 @@ class NetworkConfig:
     # applies to the MLP torso of those and means None (shared) for any other network: a
     # conv torso, a core or a Q head.
     value_hidden_sizes: tuple[int, ...] | None = DEFAULT_VALUE_HIDDEN_SIZES
-    # Activation of the MLP torso layers (any Keras activation name). CNNs use relu.
-    activation: str = "tanh"
+    # Activation of the MLP torso layers and of the dense layers after a Dict / Tuple
+    # observation's codes (any Keras activation name; CNNs use relu), or "auto": the agent's
+    # (relu for IMPALA, whose default clipped sample reuse keeps a relu policy stable; tanh
+    # for the others, whose plain policy-gradient steps do not; docs/defaults.md). A run
+    # records the resolved name; a network built outside a run resolves "auto" to tanh.
+    activation: str = "auto"
     # Width of the dense layer that ends a CNN torso; None = the paper's (512 Nature, 256 IMPALA).
     cnn_dense_size: int | None = None
     # Kernel initializer of the conv torsos' convolutions and dense layer ("nature_cnn",
@@ -117,6 +121,11 @@ class NetworkConfig:
     sdn_num_samples: int = 5
     # Hidden sizes of the advantage MLP A(s, a) of the stochastic dueling network.
     sdn_hidden_sizes: tuple[int, ...] = (64,)
+
+    @property
+    def mlp_activation(self) -> str:
+        """The activation the dense layers use: ``activation``, with "auto" as tanh."""
+        return "tanh" if self.activation == "auto" else self.activation
 
     def __post_init__(self):
         _check_choice("torso", self.torso, TORSOS)

@@ -157,10 +157,10 @@ class MultiInputTorso(keras.layers.Layer):
             encoder = conv_torso(config, space.shape, scale) if conv and is_image(space) else None
             if encoder is None:  # flatten (one-hot for Discrete)
                 cats = int(space.n) if isinstance(space, gym.spaces.Discrete) else None
-                encoder = torsos.MLPTorso((), config.activation, cats, scale)
+                encoder = torsos.MLPTorso((), config.mlp_activation, cats, scale)
             self.encoders.append(encoder)
         torsos.track_layers(self, "encoder", self.encoders)
-        self.mlp = torsos.MLPTorso(hidden_sizes, config.activation, input_scale=1.0)
+        self.mlp = torsos.MLPTorso(hidden_sizes, config.mlp_activation, input_scale=1.0)
 
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call

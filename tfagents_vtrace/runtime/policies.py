@@ -97,7 +97,7 @@ class NumpyMLPPolicy:
         self.greedy = greedy
         self._rng = np.random.default_rng(seed)
         cfg = network.config
-        self._act = _NP_ACTIVATIONS[cfg.activation]
+        self._act = _NP_ACTIVATIONS[cfg.mlp_activation]
         self._prev_action = cfg.use_prev_action
         self._prev_reward = cfg.use_prev_reward
         self._num_actions = network.num_actions
@@ -132,7 +132,7 @@ class NumpyMLPPolicy:
             and getattr(network, "obs_categories", None) is None
             and _plain_observation(network)
             and network.observation_spec.dtype in (tf.float32, tf.uint8)
-            and cfg.activation in _NP_ACTIVATIONS
+            and cfg.mlp_activation in _NP_ACTIVATIONS
         )
 
     def initial_state(self, batch_size: int) -> tuple:

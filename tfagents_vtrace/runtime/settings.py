@@ -228,6 +228,8 @@ def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
         name = RUN_NAMES.get(field, field)
         raise ValueError(f"{name}: {message}" if sep else str(e)) from None
     network_config = module.network_config(network_config, agent_config, run_config.env_id)
+    if module.check_run is not None:
+        module.check_run(agent_config, run_config)
     return RunConfigs(agent, module, agent_config, network_config, run_config)
 
 

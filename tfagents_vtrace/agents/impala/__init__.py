@@ -4,7 +4,7 @@
 looks up.
 """
 
-from tfagents_vtrace.agents.impala.config import ImpalaConfig
+from tfagents_vtrace.agents.impala.config import ImpalaConfig, check_run
 from tfagents_vtrace.agents.impala.learner import (
     METRIC_KEYS,
     ImpalaLearner,
@@ -17,7 +17,9 @@ from tfagents_vtrace.agents.spec import AgentSpec
 Config = ImpalaConfig
 Learner = ImpalaLearner
 
-SPEC = AgentSpec("impala", ImpalaConfig, Learner=ImpalaLearner)
+SPEC = AgentSpec(
+    "impala", ImpalaConfig, Learner=ImpalaLearner, check_run=check_run, activation="relu"
+)
 
 __all__ = [
     "SPEC",

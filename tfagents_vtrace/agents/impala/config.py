@@ -9,13 +9,16 @@ fields IMPALA shares with other agents (discount, rewards, optimizer, clipping, 
 schedule, baseline cost) come from
 :class:`~tfagents_vtrace.agents.learner_config.ActorCriticConfig`.
 
-Sample reuse (all off by default, so the default update is IMPALA's one step per batch):
-several epochs of minibatch SGD over each learner batch, with V-trace recomputed against the
-current policy at every pass (V-trace is the correction that makes the reuse sound); the
-clipped-surrogate policy loss of PPO (Schulman et al. 2017, https://arxiv.org/abs/1707.06347)
-on V-trace advantages as RLlib's APPO does; a KL penalty to the behaviour policy; value
-clipping; advantage normalisation; and a replay of recent unrolls mixed into each batch (the
-IMPALA paper's replay experiment, Section 5.2.2).
+Sample reuse, on by default: four epochs of SGD over each learner batch in four minibatches
+of whole unrolls, V-trace recomputed against the current policy at every step (V-trace is the
+correction that makes the reuse sound), with the clipped-surrogate policy loss of PPO
+(Schulman et al. 2017, https://arxiv.org/abs/1707.06347) on V-trace advantages, as RLlib's
+APPO does. Without the clipping, reuse diverges; without the reuse, the policy of a solved
+task drifts away from it (docs/defaults.md). ``policy_loss="vtrace"``, ``num_epochs=1`` and
+``num_minibatches=1`` give the paper's one step per batch (the ``impala_reference`` preset).
+Also: a KL penalty to the behaviour policy; value clipping; advantage normalisation; and a
+replay of recent unrolls mixed into each batch (the IMPALA paper's replay experiment,
+Section 5.2.2).
 """
 
 from __future__ import annotations
@@ -49,10 +52,10 @@ class ImpalaConfig(ActorCriticConfig):
     """c-bar, the trace-cutting threshold (> 0), or None."""
     vtrace_lambda: float = 1.0
     """lambda in [0, 1] multiplying the trace coefficients c."""
-    num_epochs: int = 1
+    num_epochs: int = 4
     """Passes of minibatch SGD over each learner batch (>= 1); V-trace is recomputed with
     the current weights at every minibatch step."""
-    num_minibatches: int = 1
+    num_minibatches: int = 4
     """Minibatches per epoch (>= 1): the batch's B columns (whole unrolls: every minibatch
     keeps the full time axis) are shuffled once per epoch and split into this many equal
     parts; B must be divisible by it."""
@@ -70,7 +73,7 @@ class ImpalaConfig(ActorCriticConfig):
     step, as PPO computes GAE once (False: one forward pass over the batch per update
     instead of one per epoch). Must stay True with "unrolls", which recomputes V-trace at
     every SGD step."""
-    policy_loss: str = "vtrace"
+    policy_loss: str = "clipped"
     """"vtrace" (IMPALA: ``-pg_adv * log pi``) or "clipped" (APPO: PPO's clipped surrogate
     ``-min(r * pg_adv, clip(r, 1 - clip_ratio, 1 + clip_ratio) * pg_adv)`` with
     ``r = pi(a|x) / pi_old(a|x)``, ``pi_old`` the learner's policy when the batch arrived)."""
@@ -127,3 +130,30 @@ class ImpalaConfig(ActorCriticConfig):
     def sgd_steps(self) -> int:
         """Optimizer steps per learner batch: ``num_epochs * num_minibatches``."""
         return self.num_epochs * self.num_minibatches
+
+
+def check_run(config: ImpalaConfig, run) -> None:
+    """ValueError naming ``num_minibatches`` when a learner batch of ``run`` (``num_envs *
+    batch_unrolls`` fresh unrolls plus the replayed ones, each ``num_envs`` columns wide)
+    does not split into ``config.num_minibatches`` equal minibatches: checked before the run
+    starts, not at its first update."""
+    from tfagents_vtrace.replay.unrolls import replayed_per_batch
+
+    n = config.num_minibatches
+    unrolls = run.batch_unrolls + replayed_per_batch(config.replay_ratio, run.batch_unrolls)
+    columns = run.num_envs * unrolls
+    what = f"num_envs={run.num_envs} x {unrolls} unroll{'s' if unrolls > 1 else ''}"
+    if config.minibatch_unit == "steps":
+        steps = columns * run.unroll_length
+        if steps % n:
+            raise ValueError(
+                f"num_minibatches: a batch of {steps} steps ({what} x unroll_length="
+                f"{run.unroll_length}) does not split into {n} equal minibatches; choose "
+                f"num_minibatches dividing {steps}"
+            )
+    elif columns % n:
+        raise ValueError(
+            f"num_minibatches: a batch of {columns} columns ({what}) does not split into {n} "
+            f"equal minibatches; choose a num_envs divisible by {n}, or num_minibatches "
+            f"dividing {columns}"
+        )
