@@ -72,7 +72,8 @@ def test_training_into_an_existing_run_dir_resumes(tmp_path):
     trainer = make_driver(_run(2048, eval_every=512), AGENT, AGENT.Config(), NET, logdir)
     for a, b in zip(saved, trainer.agent.learner.network.get_weights()):  # network restored
         np.testing.assert_array_equal(a, b)
-    assert int(trainer.agent.learner.optimizer.iterations.numpy()) == 16  # optimizer restored
+    sgd_steps = 16 * AGENT.Config().sgd_steps  # 16 updates of num_epochs * num_minibatches
+    assert int(trainer.agent.learner.optimizer.iterations.numpy()) == sgd_steps  # restored
     second = trainer.run()
     assert second["resumed"] and second["step"] == 2048 and second["updates"] == 32
     steps = [row["step"] for row in _rows(logdir)]
