@@ -160,7 +160,7 @@ def _run(tmp_path, *argv, timeout):
     return lines, summary
 
 
-@pytest.mark.slow  # subprocesses importing TensorFlow and training
+@pytest.mark.long  # subprocesses importing TensorFlow and training (the suite's time budget)
 def test_tiny_run_of_ours_prints_the_table_the_json_and_the_plot(tmp_path):
     pytest.importorskip("minatar")
     lines, summary = _run(

@@ -34,7 +34,7 @@ chaos = importlib.util.module_from_spec(_spec)
 sys.modules["chaos_lib"] = chaos  # dataclasses look their module up by name
 _spec.loader.exec_module(chaos)
 
-KILLS = 6  # per agent (benchmarks/chaos_resume.py: 50+)
+KILLS = 3  # per agent (benchmarks/chaos_resume.py: 50+)
 
 # One short run per agent for the damage cases: checkpoints every 0.05 s, so the directory
 # ends with three (max_to_keep) to fall back through.
