@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.ray_kill import kill_worker_0_once
 from tests.runtime import test_ray_backend as ray_tests
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.agents.a3c import A3CConfig, SharedOptimizer
@@ -199,7 +200,6 @@ def test_ray_workers_train_resume_export_and_a_killed_worker_is_replaced(tmp_pat
     run directory checkpoints, exports and resumes as with threads; a worker process killed
     in the resumed run is replaced and counted in ``env_restarts``. (One test: each Ray
     launch costs seconds of TensorFlow imports.)"""
-    import signal
 
     import tfagents_vtrace.envs  # noqa: F401
     from tfagents_vtrace.runtime import metrics_log
@@ -219,19 +219,7 @@ def test_ray_workers_train_resume_export_and_a_killed_worker_is_replaced(tmp_pat
     assert all(r["policy_lag"] >= 0 for r in rows) and max(r["policy_lag"] for r in rows) > 0
 
     trainer = a3c_driver(_ray_run(3000, export_policy=False), config, RAY_NET, str(tmp_path))
-    advance, seen = trainer.agent.advance, {}
-
-    def kill_worker_0_once():
-        source = trainer.agent.source
-        if not seen and trainer.counters.env_steps >= final["step"] + 400:
-            seen["pid"] = ray_session.get(source.handles[0].pid.remote())
-            seen["steps"] = source.worker_steps[0]
-            os.kill(seen["pid"], signal.SIGKILL)
-        elif source.actor_restarts[0] and "new_pid" not in seen:  # the replacement, built
-            seen["new_pid"] = ray_session.get(source.handles[0].pid.remote(), timeout=120)
-        return advance()
-
-    trainer.agent.advance = kill_worker_0_once
+    seen = kill_worker_0_once(trainer, ray_session, after_env_steps=final["step"] + 400)
     again = trainer.run()
     source = trainer.agent.source
     assert again["resumed"] and 3000 <= again["step"] < 3010

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.ray_kill import kill_worker_0_once
 from tests.runtime import test_ray_backend as ray_tests
 from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner, TaacPolicy
 from tfagents_vtrace.agents.taac.export import export_taac_policy
@@ -288,7 +289,6 @@ def test_ray_collectors_train_resume_export_and_a_killed_one_is_replaced(tmp_pat
     included), exports and resumes; a collector killed in the resumed run is replaced and
     counted in ``env_restarts``. (One test: each Ray launch costs seconds of imports.)"""
     import os
-    import signal
 
     _assert_actors_dead = ray_tests._assert_actors_dead
     from tfagents_vtrace.agents import get_agent
@@ -319,19 +319,7 @@ def test_ray_collectors_train_resume_export_and_a_killed_one_is_replaced(tmp_pat
     assert rows and all(r["policy_lag"] >= 0 for r in rows)
 
     trainer = make_driver(run(480, export_policy=False), get_agent("taac"), cfg, None, logdir)
-    advance, seen = trainer.agent.advance, {}
-
-    def kill_collector_0_once():
-        source = trainer.agent.source
-        if not seen and trainer.counters.env_steps >= 320:
-            seen["pid"] = ray_session.get(source.handles[0].pid.remote())
-            seen["steps"] = source.worker_steps[0]
-            os.kill(seen["pid"], signal.SIGKILL)
-        elif source.actor_restarts[0] and "new_pid" not in seen:  # the replacement, built
-            seen["new_pid"] = ray_session.get(source.handles[0].pid.remote(), timeout=120)
-        return advance()
-
-    trainer.agent.advance = kill_collector_0_once
+    seen = kill_worker_0_once(trainer, ray_session, after_env_steps=320)
     again = trainer.run()
     source = trainer.agent.source
     assert again["resumed"] and again["replay_restored"] == 240 and again["step"] == 480
