@@ -1,0 +1,527 @@
+"""The IMPALA learner's intake: how fast it trains when unrolls come from memory, from
+stub Ray actors that replay recorded unrolls, and from real Ray actors.
+
+    python benchmarks/learner_intake.py [--configs=impala_cartpole,impala_atari_pong]
+        [--actors=1,2,4] [--seconds=6 | --updates=N] [--repeats=3] [--quick]
+
+For each shipped flagfile in ``--configs`` one learner (the flagfile's network, optimizer
+and update: ``ImpalaLearner.train_step``) runs the training loop of ``ActorLearner.advance``
+(take ``batch_unrolls`` unrolls, ``stack_unrolls``, one update, publish the new weights)
+fed three ways:
+
+* ``a`` memory: the flagfile's unrolls, recorded once before timing by an in-process actor
+  and kept in memory: the learner's compute ceiling;
+* ``b`` stub: ``RayActorPool``'s driver thread and queue over Ray actor processes that
+  answer ``unroll(version, weights_ref)`` with those recorded unrolls (same shapes and
+  dtypes; weights fetched by version as a real actor does, no environment, no network):
+  what transport and batching cost the learner;
+* ``c`` ray: the same pool over real ``ActorHost`` processes (``--backend=ray``: own
+  network and environments).
+
+``b`` and ``c`` run with each count of ``--actors``. Two more kinds of measurement give the
+sizing terms without a learner (the unrolls are taken and dropped; a new weights version is
+published every ``batch_unrolls`` of them, as in training): ``t`` (stub actors, each count
+of ``--actors``: what Ray's transport delivers at most) and ``r1`` (one real actor: one
+actor's rate).
+
+Ray starts once; each config's actors are built once (the largest count of each kind) and
+every measurement drives a new pool over the first N of them, so the measurements take turns
+within each repeat and load from other processes hits them alike. A measurement warms up
+for one update, then counts updates over ``--seconds`` (or ``--updates``); the actors' calls
+still in flight are waited for before the next one starts. Printed: medians over
+``--repeats`` of agent steps/s, the ratios b/a and c/a, the per-unroll transport cost (time
+per unroll in b minus in a), the learner thread's wait for its unrolls, and for one actor
+the serial bound ``1 / (1/a + 1/r1)`` (acting and learning taking turns on the CPU) beside
+the overlapped one ``min(a, r1)``; the last line is JSON. The first line names the machine
+(``benchmarks/machine.py``). The default run takes about 6 minutes on 2 cores.
+
+Pong needs the ``atari`` extra; without it the Pong config runs on a stub environment of
+the same spaces (84x84x4 uint8 frames, 6 actions) and the output says so (the real actors'
+rate is then not Pong's). Needs Ray (``pip install .[ray]``). A bad flag ends with one line
+naming it and exit code 2.
+"""
+
+import time
+
+START_TIME = time.time()
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import queue  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+from machine import machine_info, machine_line  # noqa: E402
+
+sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
+
+ROOT = os.path.dirname(_BENCH)
+CONFIG_DIR = os.path.join(ROOT, "tfagents_vtrace", "configs")
+DEFAULT_CONFIGS = "impala_cartpole,impala_atari_pong"
+STUB_ENV_ID = "LearnerIntakePongShaped-v0"
+SATURATED = 0.9
+"""c/a at which the actors are said to saturate the learner."""
+
+
+# ---------------------------------------------------------------------------- stub actors
+class ReplayHost:
+    """The body of a stub Ray actor: answers ``unroll(version, weights_ref)`` with recorded
+    unrolls in turn, as :class:`~tfagents_vtrace.runtime.ray_backend.ActorHost` answers
+    with fresh ones (weights fetched when the version is newer, an ``info`` of the same
+    keys); no environment, no network, no TensorFlow."""
+
+    def __init__(self, recorded: list, actor_id: int, env_restarts: int = 0):
+        self.recorded, self.actor_id, self.env_restarts = recorded, int(actor_id), env_restarts
+        self.weights_version, self.calls = -1, 0
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def unroll(self, version: int, weights_ref: list) -> tuple[dict, dict]:
+        start = time.perf_counter()
+        if version > self.weights_version:
+            import ray
+
+            ray.get(weights_ref[0])
+            self.weights_version = int(version)
+        unroll = self.recorded[self.calls % len(self.recorded)]
+        self.calls += 1
+        info = {"episode_returns": (), "episode_lengths": (), "actor_id": self.actor_id,
+                "weights_version": self.weights_version, "env_restarts": self.env_restarts,
+                "env_time": 0.0, "inference_time": 0.0,
+                "weights_time": time.perf_counter() - start}  # fmt: skip
+        return unroll, info
+
+
+def pong_shaped_env_class():
+    """A gymnasium env with Pong's spaces as the project makes them (``[84, 84, 4]`` uint8
+    frames, 6 actions), stepping through 8 fixed random frames: the stand-in when the
+    ``atari`` extra is missing. Built inside a function so that Ray pickles it by value."""
+    import gymnasium as gym
+    import numpy as np
+
+    class PongShapedEnv(gym.Env):
+        observation_space = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
+        action_space = gym.spaces.Discrete(6)
+
+        def __init__(self, episode_steps: int = 1000):
+            self.frames = np.random.default_rng(0).integers(0, 256, (8, 84, 84, 4), np.uint8)
+            self.episode_steps, self.t = episode_steps, 0
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return self.frames[0], {}
+
+        def step(self, action):
+            self.t += 1
+            reward = float(self.np_random.random() < 0.01) * (1.0 if action % 2 else -1.0)
+            truncated = self.t >= self.episode_steps
+            return self.frames[self.t % 8], reward, False, truncated, {}
+
+    return PongShapedEnv
+
+
+def register_stub_env() -> None:
+    import gymnasium as gym
+
+    if STUB_ENV_ID not in gym.registry:
+        gym.register(STUB_ENV_ID, entry_point=pong_shaped_env_class(), disable_env_checker=True)
+
+
+def stub_env_actor_host():
+    """``ActorHost`` that registers the stub Pong env in its process first."""
+    from tfagents_vtrace.runtime.ray_backend import ActorHost
+
+    class StubEnvActorHost(ActorHost):
+        def __init__(self, *args, **kwargs):
+            register_stub_env()
+            super().__init__(*args, **kwargs)
+
+    return StubEnvActorHost
+
+
+def pool_classes():
+    """``(IntakePool, StubPool)``: ``RayActorPool`` whose ``start()`` drives actors built
+    beforehand (:meth:`adopt`) and whose end leaves them alive for the next measurement;
+    ``StubPool`` builds :class:`ReplayHost` actors."""
+    from tfagents_vtrace.runtime.ray_backend import RayActorPool
+
+    if __name__ != "__main__":  # imported by path (tests): Ray pickles ReplayHost by value
+        import ray.cloudpickle
+
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+    class IntakePool(RayActorPool):
+        def __init__(self, handles: list, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.adopted = list(handles)
+
+        def launch(self) -> None:
+            self.handles = list(self.adopted)
+
+        def _shutdown(self) -> None:  # the benchmark kills the actors at its end
+            pass
+
+    class StubPool(RayActorPool):
+        host_class = ReplayHost
+
+        def __init__(self, recorded_ref, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.recorded_ref = recorded_ref
+
+        def host_args(self, actor_id: int) -> tuple:
+            return (self.recorded_ref, actor_id)
+
+    return IntakePool, StubPool
+
+
+# ---------------------------------------------------------------------------- one config
+class Bench:
+    """One config's learner, recorded unrolls and Ray actors; :meth:`measure` runs one
+    mode for one window and returns agent steps/s."""
+
+    def __init__(self, name: str, args: argparse.Namespace, stub_env: bool):
+        import numpy as np
+
+        import tfagents_vtrace as tv
+        from tfagents_vtrace.runtime.actor import Actor, ActorSpec, WeightStore, build_network
+
+        if stub_env:
+            register_stub_env()
+        configs = tv.make_configs(flagfile=name, env=STUB_ENV_ID if stub_env else None)
+        self.name, self.args, self.stub_env = name, args, stub_env
+        self.run, self.net_config = configs.run_config, configs.network_config
+        run = self.run
+        self.spec = ActorSpec(run.env_id, self.net_config, run.num_envs, run.unroll_length,
+                              seed=run.seed, env_mode=run.env_mode,
+                              policy_impl=run.policy_impl, env_kwargs=run.env_kwargs)  # fmt: skip
+        network = lambda: build_network(self.net_config, run.env_id, run.env_kwargs)  # noqa: E731
+        self.learner = configs.module.Learner(configs.agent_config, network, None, 10**6, seed=0)
+        self.initial_weights = self.learner.get_weights()
+        recorder = Actor(self.spec, 0)
+        recorder.set_weights(0, self.initial_weights)
+        self.recorded = []
+        while len(self.recorded) < max(2, run.batch_unrolls):
+            item = recorder.unroll()
+            if item is not None:
+                self.recorded.append(item[0])
+        recorder.close()
+        self.store, self.version = WeightStore(), 0
+        self.steps_per_unroll = run.unroll_length * run.num_envs
+        self.unroll_bytes = sum(
+            leaf.nbytes for leaf in _leaves(self.recorded[0]) if isinstance(leaf, np.ndarray)
+        )
+        self.batches = [self.stack(self.recorded[i:] + self.recorded[:i])
+                        for i in range(len(self.recorded))]  # fmt: skip
+        self.learner.train_step(self.batches[0])  # traces the update
+        self.stubs, self.reals = [], []
+
+    def stack(self, unrolls: list) -> dict:
+        from tfagents_vtrace.runtime.unroll_sources import stack_unrolls
+
+        return stack_unrolls(unrolls[: self.run.batch_unrolls])
+
+    def describe(self) -> str:
+        run, obs = self.run, self.recorded[0]["observation"]
+        shape = getattr(obs, "shape", None)
+        env = run.env_id
+        if self.stub_env:
+            why = "--stub_env" if self.args.stub_env else "the atari extra is not installed"
+            env += f" (STUB ENV instead of ALE/Pong-v5, {why}: Pong's spaces, no emulator)"
+        return (
+            f"{self.name}: {env}, torso {self.net_config.torso}, {run.num_envs} envs x "
+            f"unroll {run.unroll_length} = {self.steps_per_unroll} agent steps per unroll, "
+            f"{run.batch_unrolls} unroll(s) per update, queue {run.queue_capacity}, "
+            f"policy_impl {run.policy_impl}; observation {shape} "
+            f"{getattr(obs, 'dtype', '')}, {self.unroll_bytes / 1e6:.2f} MB per unroll"
+        )
+
+    def start_actors(self, n_stub: int, n_real: int) -> None:
+        """Builds the stub and real Ray actors (together) and waits until all are built."""
+        import ray
+
+        from tfagents_vtrace.runtime.ray_backend import RayActorPool
+
+        _, StubPool = pool_classes()
+        recorded_ref = ray.put(self.recorded)
+        stub = StubPool(recorded_ref, self.spec, n_stub, self.store, None, None)
+        real = RayActorPool(self.spec, n_real, self.store, None, None)
+        if self.stub_env:
+            real.host_class = stub_env_actor_host()
+        self.stubs = [stub._new_actor(i) for i in range(n_stub)]
+        self.reals = [real._new_actor(i) for i in range(n_real)]
+        ray.get([h.pid.remote() for h in self.stubs + self.reals])
+
+    def kill_actors(self) -> None:
+        import ray
+
+        for handle in self.stubs + self.reals:
+            ray.kill(handle, no_restart=True)
+        self.stubs, self.reals = [], []
+
+    def publish(self) -> None:
+        self.version += 1
+        self.store.publish(self.version, self.learner.get_weights())
+
+    def measure(self, mode: str, actors: int) -> tuple[float, float]:
+        """``(agent steps/s, learner-thread ms waiting per unroll)`` of one window of
+        ``mode``: "a" (memory), "b" / "t" (stub actors with / without the learner), "c" /
+        "r" (real actors with / without it), over ``actors`` Ray actors."""
+        self.learner.network.set_weights(self.initial_weights)  # no drift across windows
+        if mode == "a":
+            batches = iter(self.batches * 10**6)
+            return self._window(lambda: next(batches), train=True)
+        from tfagents_vtrace.runtime.unroll_sources import QueueSource
+
+        IntakePool, _ = pool_classes()
+        handles = (self.stubs if mode in ("b", "t") else self.reals)[:actors]
+        stop = threading.Event()
+        unrolls: queue.Queue = queue.Queue(maxsize=self.run.queue_capacity)
+        pool = IntakePool(handles, self.spec, actors, self.store, unrolls, stop)
+        source = QueueSource([pool], unrolls, self.store, stop)
+        self.publish()
+        source.start(self.version, self.store.get()[1])
+        take = lambda: self.stack([source.next()[0] for _ in range(self.run.batch_unrolls)])  # noqa: E731
+        try:
+            return self._window(take, train=mode in ("b", "c"))
+        finally:
+            source.close()
+            if pool.error is not None:
+                raise pool.error
+            import ray
+
+            ray.get([h.pid.remote() for h in handles])  # the calls in flight have ended
+
+    def _window(self, take, train: bool) -> tuple[float, float]:
+        """One warm-up update, then updates until ``--seconds`` (or ``--updates``) pass."""
+        args, waited = self.args, [0.0]
+
+        def update():
+            start = time.perf_counter()
+            batch = take()
+            waited[0] += time.perf_counter() - start
+            if train:
+                self.learner.train_step(batch)
+            self.publish()
+
+        update()
+        updates, waited[0], start = 0, 0.0, time.perf_counter()
+        while True:
+            update()
+            updates += 1
+            elapsed = time.perf_counter() - start
+            if updates >= args.updates if args.updates else elapsed >= args.seconds:
+                break
+        unrolls = updates * self.run.batch_unrolls
+        return unrolls * self.steps_per_unroll / elapsed, 1e3 * waited[0] / unrolls
+
+
+def _leaves(nest):
+    if isinstance(nest, dict):
+        for value in nest.values():
+            yield from _leaves(value)
+    elif isinstance(nest, tuple | list):
+        for value in nest:
+            yield from _leaves(value)
+    else:
+        yield nest
+
+
+# ---------------------------------------------------------------------------- report
+ROWS = (("a", "memory: the learner's ceiling"), ("t", "stub actors, no learner"),
+        ("r", "real actor, no learner"), ("b", "stub actors + learner"),
+        ("c", "real actors + learner"))  # fmt: skip
+
+
+def summarize(bench: Bench, runs: dict, waits: dict, actors: list[int]) -> dict:
+    """Medians, ratios to ``a``, the transport cost per unroll and the sizing terms."""
+    med = {key: statistics.median(values) for key, values in runs.items()}
+    wait = {key: statistics.median(values) for key, values in waits.items()}
+    a, r1 = med["a"], med["r1"]
+    per_unroll_ms = {key: 1e3 * bench.steps_per_unroll / value for key, value in med.items()}
+    ratios = {f"{m}/a": {n: med[f"{m}{n}"] / a for n in actors} for m in ("b", "c")}
+    saturating = next((n for n in actors if med[f"c{n}"] / a >= SATURATED), None)
+    return {
+        "env_id": bench.run.env_id,
+        "stub_env": bench.stub_env,
+        "steps_per_unroll": bench.steps_per_unroll,
+        "batch_unrolls": bench.run.batch_unrolls,
+        "unroll_bytes": bench.unroll_bytes,
+        "runs": runs,
+        "medians": med,
+        "ms_per_unroll": per_unroll_ms,
+        "learner_wait_ms_per_unroll": wait,
+        "ratios": ratios,
+        "transport_ms_per_unroll": {n: per_unroll_ms[f"b{n}"] - per_unroll_ms["a"] for n in actors},
+        "transport_ceiling_unrolls_per_s": {
+            n: med[f"t{n}"] / bench.steps_per_unroll for n in actors
+        },
+        "actors_to_saturate_estimate": a / r1,
+        "serial_bound_one_actor": 1.0 / (1.0 / a + 1.0 / r1),
+        "overlapped_bound_one_actor": min(a, r1),
+        "actors_saturating_measured": saturating,
+        "best_c_actors": max(actors, key=lambda n: med[f"c{n}"]),
+    }
+
+
+def print_table(name: str, s: dict, actors: list[int]) -> None:
+    med, ms, wait = s["medians"], s["ms_per_unroll"], s["learner_wait_ms_per_unroll"]
+    print(
+        f"| {name} | actors | median agent steps/s | of a | ms per unroll | transport ms "
+        "per unroll (b - a) | learner waits ms per unroll | runs |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for mode, what in ROWS:
+        for n in ("",) if mode == "a" else (1,) if mode == "r" else actors:
+            key = f"{mode}{n}"
+            transport = f"{s['transport_ms_per_unroll'][n]:.2f}" if mode == "b" else "-"
+            waits = f"{wait[key]:.2f}" if mode in "abc" else "-"
+            print(
+                f"| {key}: {what} | {n or '-'} | {med[key]:,.0f} | {med[key] / med['a']:.2f} "
+                f"| {ms[key]:.2f} | {transport} | {waits} | {len(s['runs'][key])} |"
+            )
+
+
+def verdict(name: str, s: dict, actors: list[int], cores: int) -> str:
+    """The sizing terms and what bounds the intake, in one paragraph with the numbers."""
+    med, a = s["medians"], s["medians"]["a"]
+    counts = "/".join(str(n) for n in actors)
+    c_ratios = " / ".join(f"{s['ratios']['c/a'][n]:.2f}" for n in actors)
+    b_ratios = " / ".join(f"{s['ratios']['b/a'][n]:.2f}" for n in actors)
+    ceiling = " / ".join(f"{v:,.0f}" for v in s["transport_ceiling_unrolls_per_s"].values())
+    transport = statistics.median(s["transport_ms_per_unroll"].values())
+    line = (
+        f"{name}: the learner takes {a:,.0f} agent steps/s from memory "
+        f"({s['ms_per_unroll']['a']:.1f} ms per unroll); one real Ray actor alone makes "
+        f"{med['r1']:,.0f}, so a / r1 = {s['actors_to_saturate_estimate']:.1f}: "
+        f"{max(1, math.ceil(s['actors_to_saturate_estimate']))} actor(s) would saturate it; "
+        f"stub actors without a learner deliver {ceiling} unrolls/s at {counts} "
+        f"actors (the transport ceiling); b/a {b_ratios} and c/a {c_ratios} at {counts} "
+        f"actors; transport costs the learner {transport:.2f} ms per unroll (b - a, median "
+        f"over actor counts). One real actor: c1 {med['c1']:,.0f} against "
+        f"{s['serial_bound_one_actor']:,.0f} if acting and learning took turns and "
+        f"{s['overlapped_bound_one_actor']:,.0f} if they overlapped."
+    )
+    if s["actors_saturating_measured"] is not None:
+        n = s["actors_saturating_measured"]
+        return line + f" Measured: {n} actor(s) saturate the learner (c/a >= {SATURATED})."
+    best = s["best_c_actors"]
+    return line + (
+        f" Measured: no actor count saturates it (best c/a {s['ratios']['c/a'][best]:.2f} at "
+        f"{best} actor(s)): on {cores} cores the actors and the learner share the CPU, so "
+        "the bound is the machine."
+    )
+
+
+# ---------------------------------------------------------------------------- main
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit code 2
+        self.exit(2, f"error: {message}\n")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = _Parser(description=__doc__.split("\n")[0])
+    p.add_argument("--configs", default=DEFAULT_CONFIGS, help="shipped IMPALA flagfiles")
+    p.add_argument("--actors", default="1,2,4", help="Ray actor counts of b and c")
+    p.add_argument("--seconds", type=float, default=6.0, help="timed seconds per measurement")
+    p.add_argument("--updates", type=int, default=0, help="timed updates per measurement "
+                   "(instead of --seconds)")  # fmt: skip
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="smoke test: 1 actor, 1 s, 1 repeat")
+    p.add_argument(
+        "--stub_env", action="store_true", help="Pong on the stub env even with the atari extra"
+    )
+    args = p.parse_args(argv)
+    args.configs = [c for c in args.configs.split(",") if c]
+    for name in args.configs:
+        path = os.path.join(CONFIG_DIR, name if name.endswith(".cfg") else f"{name}.cfg")
+        if not os.path.isfile(path):
+            p.error(f"--configs: no shipped config {name!r} (in {CONFIG_DIR})")
+        with open(path) as f:
+            if "--agent=impala\n" not in f.read():
+                p.error(f"--configs: {name!r} is not an IMPALA config")
+    if not args.configs:
+        p.error("--configs: expected at least one config")
+    try:
+        args.actors = sorted({int(n) for n in args.actors.split(",") if n})
+    except ValueError:
+        p.error(f"--actors: expected comma-separated ints >= 1, received {args.actors!r}")
+    if not args.actors or args.actors[0] < 1:
+        p.error("--actors: expected comma-separated ints >= 1")
+    if not args.seconds > 0:
+        p.error(f"--seconds: expected > 0, received {args.seconds}")
+    if args.updates < 0:
+        p.error(f"--updates: expected >= 0, received {args.updates}")
+    if args.repeats < 1:
+        p.error(f"--repeats: expected >= 1, received {args.repeats}")
+    if args.quick:
+        args.actors, args.seconds, args.repeats = [1], 1.0, 1
+    if importlib.util.find_spec("ray") is None:
+        p.error("ray is not installed (pip install .[ray])")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    info = machine_info()
+    print(machine_line(info), flush=True)
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ()
+    today = datetime.date.today().isoformat()
+    print(f"date {today}; load average at start {' '.join(f'{x:.2f}' for x in load)}; "
+          f"{args.seconds:g} s (or {args.updates} updates) per measurement, "
+          f"{args.repeats} repeat(s), actors {args.actors}", flush=True)  # fmt: skip
+    atari = all(importlib.util.find_spec(m) is not None for m in ("ale_py", "cv2"))
+    import ray
+
+    n_max = max(args.actors)
+    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, 2 * n_max),
+             include_dashboard=False, log_to_driver=False)  # fmt: skip
+    results = {}
+    try:
+        for name in args.configs:
+            stub_env = "atari_pong" in name and (args.stub_env or not atari)
+            started = time.perf_counter()
+            bench = Bench(name, args, stub_env)
+            print(bench.describe(), flush=True)
+            bench.start_actors(n_max, n_max)
+            print(f"{name}: learner traced, unrolls recorded, {n_max} stub + {n_max} real Ray "
+                  f"actors built in {time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
+            modes = [("a", 0), *(("t", n) for n in args.actors), ("r", 1)]
+            modes += [(m, n) for m in ("b", "c") for n in args.actors]
+            runs: dict[str, list[float]] = {}
+            waits: dict[str, list[float]] = {}
+            try:
+                for repeat in range(args.repeats):
+                    for mode, n in modes:
+                        key = f"{mode}{n or ''}"
+                        value, wait = bench.measure(mode, n)
+                        runs.setdefault(key, []).append(value)
+                        waits.setdefault(key, []).append(wait)
+                        print(f"{name} repeat {repeat}: {key}: {value:,.0f} agent steps/s, "
+                              f"{wait:.2f} ms waiting per unroll", flush=True)  # fmt: skip
+            finally:
+                bench.kill_actors()
+            summary = summarize(bench, runs, waits, args.actors)
+            print_table(name, summary, args.actors)
+            print(verdict(name, summary, args.actors, info["usable_cores"] or info["cores"]))
+            results[name] = summary
+    finally:
+        ray.shutdown()
+    print(json.dumps({"configs": results, "machine": info, "date": today, "load_average": load,
+                      "seconds": args.seconds, "updates": args.updates,
+                      "repeats": args.repeats, "actors": args.actors,
+                      "wall_time": time.time() - START_TIME}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
