@@ -26,7 +26,14 @@ unchanged:
   built, as :class:`RayWorkerPool` does); an exception raised by the actor code itself is
   fatal and reported through ``error``;
 * on stop (end of training or any exception in the learner) every Ray actor is killed, and
-  Ray is shut down if the pool started it.
+  Ray is shut down if the pool started it;
+* the actors are owned by the training process, not detached: when it dies however it dies
+  (SIGKILL included), Ray ends them with it, so a dead run holds no cluster CPUs, and the
+  same command resumes from the checkpoint with new actors (an actor holds nothing the
+  checkpoint lacks: weights come from the learner, its environments start new episodes).
+
+Under ``strategy="multi_worker"`` every learner worker process is a Ray driver with a pool
+of its own ``num_actors`` actors (seeded by its worker role) feeding only its own learner.
 
 Starting Ray and the actor processes, replacing dead ones, weights by version and the kill
 on stop are :class:`RayProcesses`', which the asynchronous workers' :class:`RayWorkerPool`
