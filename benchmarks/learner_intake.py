@@ -2,12 +2,12 @@
 stub Ray actors that replay recorded unrolls, and from real Ray actors.
 
     python benchmarks/learner_intake.py [--configs=impala_cartpole,impala_atari_pong]
-        [--actors=1,2,4] [--seconds=6 | --updates=N] [--repeats=3] [--quick]
+        [--actors=1,2,4] [--seconds=4 | --updates=N] [--repeats=3] [--quick] [--stub_env]
 
-For each shipped flagfile in ``--configs`` one learner (the flagfile's network, optimizer
-and update: ``ImpalaLearner.train_step``) runs the training loop of ``ActorLearner.advance``
-(take ``batch_unrolls`` unrolls, ``stack_unrolls``, one update, publish the new weights)
-fed three ways:
+For each flagfile in ``--configs`` (a shipped config's name or a path) one learner (the
+flagfile's network, optimizer and update: ``ImpalaLearner.train_step``) runs the training
+loop of ``ActorLearner.advance`` (take ``batch_unrolls`` unrolls, ``stack_unrolls``, one
+update, publish the new weights) fed three ways:
 
 * ``a`` memory: the flagfile's unrolls, recorded once before timing by an in-process actor
   and kept in memory: the learner's compute ceiling;
@@ -33,12 +33,12 @@ still in flight are waited for before the next one starts. Printed: medians over
 per unroll in b minus in a), the learner thread's wait for its unrolls, and for one actor
 the serial bound ``1 / (1/a + 1/r1)`` (acting and learning taking turns on the CPU) beside
 the overlapped one ``min(a, r1)``; the last line is JSON. The first line names the machine
-(``benchmarks/machine.py``). The default run takes about 6 minutes on 2 cores.
+(``benchmarks/machine.py``). The default run takes about 6-7 minutes on 2 cores.
 
-Pong needs the ``atari`` extra; without it the Pong config runs on a stub environment of
-the same spaces (84x84x4 uint8 frames, 6 actions) and the output says so (the real actors'
-rate is then not Pong's). Needs Ray (``pip install .[ray]``). A bad flag ends with one line
-naming it and exit code 2.
+ALE configs need the ``atari`` extra; without it an ALE config runs on a stub environment of
+the same spaces (84x84x4 uint8 frames, 6 actions; ``--stub_env`` forces it) and the output
+says so (the real actors' rate is then not the game's). Needs Ray (``pip install .[ray]``).
+A bad flag ends with one line naming it and exit code 2.
 """
 
 import time
@@ -190,16 +190,18 @@ class Bench:
     """One config's learner, recorded unrolls and Ray actors; :meth:`measure` runs one
     mode for one window and returns agent steps/s."""
 
-    def __init__(self, name: str, args: argparse.Namespace, stub_env: bool):
+    def __init__(self, path: str, args: argparse.Namespace, atari: bool):
         import numpy as np
 
         import tfagents_vtrace as tv
         from tfagents_vtrace.runtime.actor import Actor, ActorSpec, WeightStore, build_network
 
+        env_id = flagfile_value(path, "env")
+        stub_env = bool(env_id and env_id.startswith("ALE/") and (args.stub_env or not atari))
         if stub_env:
             register_stub_env()
-        configs = tv.make_configs(flagfile=name, env=STUB_ENV_ID if stub_env else None)
-        self.name, self.args, self.stub_env = name, args, stub_env
+        configs = tv.make_configs(flagfile=path, env=STUB_ENV_ID if stub_env else None)
+        self.name, self.args, self.stub_env = config_name(path), args, stub_env
         self.run, self.net_config = configs.run_config, configs.network_config
         run = self.run
         self.spec = ActorSpec(run.env_id, self.net_config, run.num_envs, run.unroll_length,
@@ -416,14 +418,53 @@ def verdict(name: str, s: dict, actors: list[int], cores: int) -> str:
         n = s["actors_saturating_measured"]
         return line + f" Measured: {n} actor(s) saturate the learner (c/a >= {SATURATED})."
     best = s["best_c_actors"]
+    c_best = f"c{best} {med[f'c{best}']:,.0f} = {s['ratios']['c/a'][best]:.2f} of a"
+    t_n = max(actors, key=lambda n: med[f"t{n}"])
+    t_best = med[f"t{t_n}"]
+    if t_best < SATURATED * a:
+        return line + (
+            f" Measured: no actor count saturates it (best {c_best}): Ray's transport bounds "
+            f"the intake, as even stub actors with no learner deliver at most {t_best:,.0f} "
+            f"agent steps/s ({t_best / a:.2f} of a, {s['ms_per_unroll'][f't{t_n}']:.2f} ms per "
+            f"unroll call at {t_n} actor(s)) and the real actors come close to the stubs "
+            f"(c{best}/b{best} {med[f'c{best}'] / med[f'b{best}']:.2f}). A Ray call costs about "
+            "the same whatever it carries, so the agent steps per unroll (environments x "
+            f"unroll length) set the intake; on {cores} cores the transport's CPU is the "
+            "learner's too."
+        )
     return line + (
-        f" Measured: no actor count saturates it (best c/a {s['ratios']['c/a'][best]:.2f} at "
-        f"{best} actor(s)): on {cores} cores the actors and the learner share the CPU, so "
-        "the bound is the machine."
+        f" Measured: no actor count saturates it (best {c_best}), while the transport alone "
+        f"delivers {t_best / a:.0f}x a and the stubs keep b/a at {b_ratios}: acting is the "
+        f"bound, and on {cores} cores the actors and the learner share the CPU, so more "
+        "actors cannot add it: the bound is the machine."
     )
 
 
 # ---------------------------------------------------------------------------- main
+def config_file(name: str) -> str | None:
+    """The flagfile ``name`` (a path, or a shipped config's name); None if neither exists."""
+    shipped = os.path.join(CONFIG_DIR, name if name.endswith(".cfg") else f"{name}.cfg")
+    return next((p for p in (name, shipped) if os.path.isfile(p)), None)
+
+
+def config_name(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def flagfile_value(path: str, key: str) -> str | None:
+    """The last ``--key=value`` of a flagfile, nested ``--flagfile=`` lines followed (read
+    as text: the settings are validated later, when TensorFlow is imported anyway)."""
+    value = None
+    with open(path) as f:
+        for line in f:
+            name, _, text = line.strip().lstrip("-").partition("=")
+            if name == "flagfile":
+                value = flagfile_value(os.path.join(os.path.dirname(path), text), key) or value
+            elif name == key:
+                value = text
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit code 2
         self.exit(2, f"error: {message}\n")
@@ -431,9 +472,10 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = _Parser(description=__doc__.split("\n")[0])
-    p.add_argument("--configs", default=DEFAULT_CONFIGS, help="shipped IMPALA flagfiles")
+    p.add_argument("--configs", default=DEFAULT_CONFIGS, help="IMPALA flagfiles: shipped "
+                   "config names or paths")  # fmt: skip
     p.add_argument("--actors", default="1,2,4", help="Ray actor counts of b and c")
-    p.add_argument("--seconds", type=float, default=6.0, help="timed seconds per measurement")
+    p.add_argument("--seconds", type=float, default=4.0, help="timed seconds per measurement")
     p.add_argument("--updates", type=int, default=0, help="timed updates per measurement "
                    "(instead of --seconds)")  # fmt: skip
     p.add_argument("--repeats", type=int, default=3)
@@ -442,14 +484,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--stub_env", action="store_true", help="Pong on the stub env even with the atari extra"
     )
     args = p.parse_args(argv)
-    args.configs = [c for c in args.configs.split(",") if c]
-    for name in args.configs:
-        path = os.path.join(CONFIG_DIR, name if name.endswith(".cfg") else f"{name}.cfg")
-        if not os.path.isfile(path):
-            p.error(f"--configs: no shipped config {name!r} (in {CONFIG_DIR})")
-        with open(path) as f:
-            if "--agent=impala\n" not in f.read():
-                p.error(f"--configs: {name!r} is not an IMPALA config")
+    names, args.configs = [c for c in args.configs.split(",") if c], []
+    for name in names:
+        path = config_file(name)
+        if path is None:
+            p.error(f"--configs: no flagfile and no shipped config {name!r} (in {CONFIG_DIR})")
+        if flagfile_value(path, "agent") != "impala":
+            p.error(f"--configs: {name!r} is not an IMPALA config (--agent=impala)")
+        args.configs.append(path)
     if not args.configs:
         p.error("--configs: expected at least one config")
     try:
@@ -477,9 +519,10 @@ def main(argv=None) -> None:
     print(machine_line(info), flush=True)
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()
     today = datetime.date.today().isoformat()
+    window = f"{args.updates} updates" if args.updates else f"{args.seconds:g} s"
     print(f"date {today}; load average at start {' '.join(f'{x:.2f}' for x in load)}; "
-          f"{args.seconds:g} s (or {args.updates} updates) per measurement, "
-          f"{args.repeats} repeat(s), actors {args.actors}", flush=True)  # fmt: skip
+          f"{window} per measurement, {args.repeats} repeat(s), actors {args.actors}",
+          flush=True)  # fmt: skip
     atari = all(importlib.util.find_spec(m) is not None for m in ("ale_py", "cv2"))
     import ray
 
@@ -488,10 +531,10 @@ def main(argv=None) -> None:
              include_dashboard=False, log_to_driver=False)  # fmt: skip
     results = {}
     try:
-        for name in args.configs:
-            stub_env = "atari_pong" in name and (args.stub_env or not atari)
+        for path in args.configs:
             started = time.perf_counter()
-            bench = Bench(name, args, stub_env)
+            bench = Bench(path, args, atari)
+            name = bench.name
             print(bench.describe(), flush=True)
             bench.start_actors(n_max, n_max)
             print(f"{name}: learner traced, unrolls recorded, {n_max} stub + {n_max} real Ray "

@@ -26,7 +26,7 @@ def _bench():
 @pytest.mark.parametrize(
     "flag, message",
     [("--actors=0", "error: --actors: expected comma-separated ints >= 1"),
-     ("--configs=impala_nope", "error: --configs: no shipped config 'impala_nope'"),
+     ("--configs=impala_nope", "error: --configs: no flagfile and no shipped config 'impala_nope'"),
      ("--repeats=x", "error: argument --repeats: invalid int value: 'x'")],
 )  # fmt: skip
 def test_a_bad_flag_is_one_line_and_exit_code_2(flag, message):
