@@ -33,7 +33,7 @@ still in flight are waited for before the next one starts. Printed: medians over
 per unroll in b minus in a), the learner thread's wait for its unrolls, and for one actor
 the serial bound ``1 / (1/a + 1/r1)`` (acting and learning taking turns on the CPU) beside
 the overlapped one ``min(a, r1)``; the last line is JSON. The first line names the machine
-(``benchmarks/machine.py``). The default run takes about 6-7 minutes on 2 cores.
+(``benchmarks/machine.py``). The default run takes about 6 minutes on 2 cores.
 
 ALE configs need the ``atari`` extra; without it an ALE config runs on a stub environment of
 the same spaces (84x84x4 uint8 frames, 6 actions; ``--stub_env`` forces it) and the output
