@@ -3,7 +3,8 @@ the module's tests): the actors spread over the nodes; a node removed mid-run (t
 continues on the other node's actor, the lost actor is replaced when capacity returns and
 counted in ``env_restarts``, the learner loses nothing); the learner process SIGKILLed (Ray
 ends its actors with it, the same command resumes from the checkpoint with new actors on
-both nodes). Skipped without Ray."""
+both nodes); two ``multi_worker`` learner processes on localhost, each driving its own Ray
+actor (make test-long). Skipped without Ray."""
 
 import json
 import os
@@ -203,7 +204,9 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-@pytest.mark.slow  # two learner processes importing TensorFlow, two actor processes
+# About as long as the killed-learner test (two learner processes importing TensorFlow, two
+# actor processes): left to make test-long for the suite's time budget.
+@pytest.mark.long
 def test_multi_worker_learners_each_with_their_own_ray_actors(tmp_path, cluster):
     logdir, workers = str(tmp_path / "run"), [f"localhost:{p}" for p in _free_ports(2)]
     cmd = [*TRAIN, "--agent=impala", "--strategy=multi_worker", "--backend=ray",
@@ -221,9 +224,9 @@ def test_multi_worker_learners_each_with_their_own_ray_actors(tmp_path, cluster)
             open(tmp_path / f"{index}.err", "w") as err,
         ):
             procs.append(subprocess.Popen(cmd, stdout=out, stderr=err, env=env))
-    try:
-        for proc in procs:
-            proc.wait(timeout=300)
+    try:  # until both end, or one fails (the other would wait for it in a collective)
+        codes = lambda: [proc.poll() for proc in procs]
+        _wait(lambda: None not in codes() or any(codes()), 300, "end of both learners")
     finally:
         for proc in procs:
             if proc.poll() is None:
