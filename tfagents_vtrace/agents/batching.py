@@ -13,21 +13,34 @@ import numpy as np
 import tensorflow as tf
 
 
+def local_replicas(strategy: tf.distribute.Strategy) -> int:
+    """The replicas on this worker: all of them, except under a multi-worker strategy, whose
+    workers each feed their own devices from their own host batch."""
+    if strategy.num_replicas_in_sync == 1:
+        return 1
+    try:
+        return len(strategy.extended.worker_devices)
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return strategy.num_replicas_in_sync
+
+
 def distribute_batch(strategy: tf.distribute.Strategy, batch: dict):
-    """Splits a numpy unroll batch over the strategy's replicas along B.
+    """Splits this worker's numpy unroll batch over its replicas along B.
 
     Every entry is ``[T(+1), B, ...]`` (split on axis 1) except ``batch["state"]``, a tuple of
-    ``[B, ...]`` arrays (split on axis 0). Raises ValueError when B is not divisible by the
-    number of replicas.
+    ``[B, ...]`` arrays (split on axis 0). Under a multi-worker strategy every worker passes
+    its own batch (from its own actors) and it is split over that worker's replicas only:
+    replica ids are global there (``worker * local + i``), so the column offset is the id
+    modulo the local count. Raises ValueError when B is not divisible by the local replicas.
     """
-    n = strategy.num_replicas_in_sync
+    n = local_replicas(strategy)
     b = int(np.shape(batch["reward"])[1])
     if b % n:
         raise ValueError(f"batch: B={b} must be divisible by the {n} replicas")
     k = b // n
 
     def part(ctx):
-        lo = ctx.replica_id_in_sync_group * k
+        lo = (ctx.replica_id_in_sync_group % n) * k
         out = {
             key: tf.nest.map_structure(lambda x: x[:, lo : lo + k], val)
             for key, val in batch.items()

@@ -68,6 +68,7 @@ class ReplicatedLearner:
         self.total_updates = total_updates
         self.strategy = strategy or tf.distribute.get_strategy()
         self.num_replicas = int(self.strategy.num_replicas_in_sync)
+        self._local_replicas = batching.local_replicas(self.strategy)
         self._epochs = int(getattr(config, "num_epochs", 1))
         self._minibatches = int(getattr(config, "num_minibatches", 1))
         self._sgd_steps = self._epochs * self._minibatches
@@ -138,11 +139,11 @@ class ReplicatedLearner:
     def _check_batch(self, batch: dict) -> None:
         """ValueError naming ``num_minibatches`` when the batch cannot be split."""
         b = int(np.shape(batch["reward"])[1])
-        if b % (self._minibatches * self.num_replicas):
+        if b % (self._minibatches * self._local_replicas):
             raise ValueError(
                 f"num_minibatches: the batch's B={b} columns must split into "
                 f"{self._minibatches} minibatches of a size divisible by the "
-                f"{self.num_replicas} replicas"
+                f"{self._local_replicas} replicas"
             )
 
     def _loss(self, batch: dict, scale: tf.Tensor, *inputs) -> tuple[tf.Tensor, dict]:
