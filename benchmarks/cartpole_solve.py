@@ -2,6 +2,7 @@
 
     python benchmarks/cartpole_solve.py [--agents=impala,a2c] [--seeds=0,1,2]
         [--max_steps=1000000] [--throughput_steps=100000] [--no-sb3] [--plot=curves.png]
+        [--extra_flags="--num_envs=32"] [--variant="impala+env32=--num_envs=32" ...]
         [--workdir=DIR | --keep]
 
 Time-to-solve is the wall time from process start (imports included) to the first greedy
@@ -16,6 +17,10 @@ this tiny MLP on a shared machine) and a callback that evaluates greedily on sep
 environments, counting environment steps the same way (all sub-environments' steps).
 Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
 https://arxiv.org/abs/1602.01783 (A2C/A3C); Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561.
+
+``--extra_flags`` are appended to every run of ours; each ``--variant=AGENT+LABEL=FLAGS`` adds
+a system ``AGENT+LABEL`` of ours (the agent's flagfile, then FLAGS), which takes its turn
+with the others on every seed, so settings are compared within one invocation.
 
 Prints every run, the median time-to-solve per system, the ratio to SB3 A2C, the runs'
 steps/s to solve, and (unless ``--throughput_steps=0``) a no-evaluation training throughput
@@ -35,6 +40,7 @@ import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import shlex  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -144,8 +150,10 @@ def _solve_from_metrics(rows: list[dict], stop_return: float) -> tuple[int, floa
     return None
 
 
-def run_ours(agent: str, seed: int, logdir: str, args: argparse.Namespace, evals: bool) -> dict:
-    """One ``experiments.train`` run in a subprocess; returns the run's record."""
+def run_ours(system: str, seed: int, logdir: str, args: argparse.Namespace, evals: bool) -> dict:
+    """One ``experiments.train`` run of ``system`` (an agent, or a ``--variant``'s name) in a
+    subprocess; returns the run's record."""
+    agent = system.split("+")[0]
     cmd = [sys.executable, "-m", "experiments.train", f"--agent={agent}"]
     cmd += [f"--flagfile=experiments/configs/{agent}_cartpole.cfg", f"--logdir={logdir}"]
     cmd += [f"--seed={seed}", f"--total_steps={args.max_steps if evals else args.throughput_steps}"]
@@ -154,6 +162,7 @@ def run_ours(agent: str, seed: int, logdir: str, args: argparse.Namespace, evals
         cmd += [f"--stop_return={args.stop_return}"]
     else:  # throughput: no periodic evaluation, a tiny one at the end
         cmd += ["--eval_every=0", "--eval_episodes=1", "--export=false"]
+    cmd += shlex.split(args.extra_flags) + shlex.split(args.variants.get(system, ""))
     return _run(cmd, logdir, args)
 
 
@@ -230,6 +239,13 @@ def main() -> None:
         help="SB3's torch threads (0: torch's default, one per core; it spins and collapses "
         "to ~100 steps/s when the machine is oversubscribed, 1 thread runs ~15x faster then)",
     )
+    p.add_argument("--extra_flags", default="", help="appended to every run of ours")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="AGENT+LABEL=FLAGS: one more system of ours, the agent's flagfile then FLAGS",
+    )
     p.add_argument("--workdir", default=None, help="keep run dirs here (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (without --workdir)")
     p.add_argument("--plot", default=None, help="PNG of every run's curves (experiments.plot)")
@@ -239,6 +255,13 @@ def main() -> None:
     args = p.parse_args()
     if args.sb3_worker:
         return sb3_worker(args)
+    args.variants = {}
+    for spec in args.variant:
+        name, sep, flags = spec.partition("=")
+        if not sep or "+" not in name or not name.split("+")[0]:
+            print(f"error: --variant: expected AGENT+LABEL=FLAGS, got {spec!r}", file=sys.stderr)
+            sys.exit(2)
+        args.variants[name] = flags
     missing = missing_sb3_peers() if args.sb3 else []
     if missing:
         print(
@@ -257,7 +280,7 @@ def main() -> None:
 
 def run_all(args: argparse.Namespace, workdir: str) -> None:
     """The interleaved time-to-solve runs, the throughput runs and the tables, in ``workdir``."""
-    agents = [a for a in args.agents.split(",") if a]
+    agents = [a for a in args.agents.split(",") if a] + list(args.variants)
     systems = agents + ([SB3] if args.sb3 else [])
     seeds = [int(s) for s in args.seeds.split(",")]
     records: dict[str, list[dict]] = {s: [] for s in systems}
