@@ -143,7 +143,7 @@ def test_the_commands_run_outside_the_clone(installed, outside):
     final = json.loads(train.stdout.strip().splitlines()[-1])
     assert final["final"] is True and final["step"] >= 3000
     config = json.loads((outside / "runs/cp/config.json").read_text())
-    assert config["agent_config"]["learning_rate"] == 0.0007  # the shipped config's
+    assert config["agent_config"]["learning_rate"] == 0.001  # the shipped config's
     assert config["run_config"]["total_steps"] == 3000  # a later flag overrides it
 
     evaluate = _run(

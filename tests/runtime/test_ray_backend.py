@@ -75,8 +75,11 @@ def _assert_actors_dead(pool):
     assert ray.available_resources().get("CPU", 0) == 2
 
 
-def test_cartpole_training_with_two_ray_actors(tmp_path, ray_session, pools):
-    trainer = make_driver(_run(6144, 2), AGENT, AGENT.Config(), NET, str(tmp_path))
+# The two agents of the actor-learner; A2C in make test-long (the suite is near its budget).
+@pytest.mark.parametrize("name", ["impala", pytest.param("a2c", marks=pytest.mark.long)])
+def test_cartpole_training_with_two_ray_actors(tmp_path, ray_session, pools, name):
+    agent = get_agent(name)
+    trainer = make_driver(_run(6144, 2), agent, agent.Config(), NET, str(tmp_path))
     final = trainer.run()
     assert final["step"] >= 6144 and final["updates"] == 6144 // 64
     assert final["episodes"] > 0 and final["eval_return"] > 0
