@@ -137,6 +137,15 @@ def page_failures(request, tmp_path_factory):
         return out
 
 
+@pytest.mark.xdist_group("docs")
+def test_loadgroup_keeps_a_group_on_one_worker(request):
+    """Under make test's ``--dist loadgroup`` a grouped test's id carries its group, which is
+    how xdist keeps the group on one worker (pytest 9.2 broke that: pytest-xdist#1386); the
+    docs pages, the Ray cluster tests and others rely on it."""
+    if request.config.getvalue("dist") == "loadgroup":
+        assert request.node.nodeid.endswith("@docs"), request.node.nodeid
+
+
 @pytest.mark.xdist_group("docs")  # make test's --dist loadgroup: the pages on one worker
 @pytest.mark.parametrize("page", PAGES)
 def test_code_blocks_run(page, page_failures):

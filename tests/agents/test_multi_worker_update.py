@@ -6,7 +6,6 @@ workers' columns."""
 import json
 import os
 import pickle
-import socket
 import subprocess
 import sys
 
@@ -16,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests.agents._unroll_batch import unroll_batch
+from tests.free_ports import free_ports
 from tfagents_vtrace.agents.impala import ImpalaConfig, ImpalaLearner
 from tfagents_vtrace.networks import NetworkConfig, make_network
 
@@ -25,16 +25,6 @@ ACT = gym.spaces.Discrete(2)
 # The paper's update on raw advantages: normalised ones are normalised per replica.
 CONFIG = dict(optimizer="adam", learning_rate=1e-2, lr_decay="none", policy_loss="vtrace",
               num_epochs=1, num_minibatches=1, normalize_advantages=False)  # fmt: skip
-
-
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def test_two_workers_each_with_its_own_batch_take_the_whole_batch_update(tmp_path, rng):
@@ -48,7 +38,7 @@ def test_two_workers_each_with_its_own_batch_take_the_whole_batch_update(tmp_pat
            "columns": [[0, 1, 2, 3], [4, 5, 6, 7]]}  # fmt: skip
     with open(tmp_path / "job.pkl", "wb") as f:
         pickle.dump(job, f)
-    workers = [f"localhost:{p}" for p in _free_ports(2)]
+    workers = [f"localhost:{p}" for p in free_ports(2)]
     procs = []
     for index in range(2):
         task = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}

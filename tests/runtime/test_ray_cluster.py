@@ -10,13 +10,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
+from tests.free_ports import free_ports
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime import metrics_log
@@ -194,21 +194,11 @@ def test_the_learner_killed_resumes_with_new_actors_on_both_nodes(tmp_path, clus
           f"{time.monotonic() - killed:.1f} s")  # fmt: skip
 
 
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 # About as long as the killed-learner test (two learner processes importing TensorFlow, two
 # actor processes): left to make test-long for the suite's time budget.
 @pytest.mark.long
 def test_multi_worker_learners_each_with_their_own_ray_actors(tmp_path, cluster):
-    logdir, workers = str(tmp_path / "run"), [f"localhost:{p}" for p in _free_ports(2)]
+    logdir, workers = str(tmp_path / "run"), [f"localhost:{p}" for p in free_ports(2)]
     cmd = [*TRAIN, "--agent=impala", "--strategy=multi_worker", "--backend=ray",
            f"--ray_address={cluster.address}", "--num_actors=1", f"--logdir={logdir}",
            "--total_steps=1024", "--num_envs=8", "--unroll_length=8", "--hidden_sizes=16",
