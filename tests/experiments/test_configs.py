@@ -51,7 +51,18 @@ def _extra(config: Path) -> dict:
     return {}
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
+# Files that differ from another's smoke-tested code path only in numbers (the MinAtar MLP
+# files run Breakout's path; TaacL / TaacQ / MountainCar the TAAC paths of taac_pendulum and
+# tests/agents): in make test-long, as the suite is at its time budget.
+SAME_PATH = {"impala_minatar_freeway", "impala_minatar_seaquest", "impala_minatar_space_invaders",
+             "taacl_pendulum", "taacq_pendulum", "taac_mountaincar"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "config",
+    [pytest.param(c, marks=pytest.mark.long) if c.stem in SAME_PATH else c for c in CONFIGS],
+    ids=[c.stem for c in CONFIGS],
+)
 def test_config_smoke_run(tmp_path, config):
     import tfagents_vtrace as tv
 
