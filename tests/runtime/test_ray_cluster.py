@@ -42,12 +42,26 @@ def cluster():
     process is a driver too (it inspects the cluster)."""
     if ray.is_initialized():
         ray.shutdown()
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    nodes.add_node(num_cpus=1)
-    ray.init(address=nodes.address, log_to_driver=False)
-    yield nodes
-    ray.shutdown()
-    nodes.shutdown()
+    # Ray starts its workers at niceness 15: beside the suite's other xdist worker (niceness
+    # 0, busy with TensorFlow) the actors got a few percent of a core and could take minutes
+    # to build. A raylet passes its environment on to the workers it starts (nodes added by the
+    # tests too, so the variable stays set while the module runs).
+    niceness = os.environ.get("RAY_worker_niceness")
+    os.environ["RAY_worker_niceness"] = "0"
+    nodes = None
+    try:
+        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        nodes.add_node(num_cpus=1)
+        ray.init(address=nodes.address, log_to_driver=False)
+        yield nodes
+    finally:
+        ray.shutdown()
+        if nodes is not None:
+            nodes.shutdown()
+        if niceness is None:
+            del os.environ["RAY_worker_niceness"]
+        else:
+            os.environ["RAY_worker_niceness"] = niceness
 
 
 def _node_of(handle) -> str:
