@@ -8,7 +8,13 @@
   ``half_range = (high - low) / 2``, the squashed Gaussian of SAC (Haarnoja et al. 2018,
   https://arxiv.org/abs/1801.01290). Its greedy action is ``mid + half_range * tanh(loc)``,
   the image of the Gaussian mode (not the mode of the squashed density, which has no closed
-  form); ``log_prob`` includes the tanh Jacobian and is infinite exactly at the bounds.
+  form); ``log_prob`` includes the tanh Jacobian. float32 ``tanh`` returns exactly +-1 for
+  ``|x| > ~9``, so an action can sit exactly at a bound, where ``atanh`` is infinite: the
+  inverse clips the squashed value ``u = (a - mid) / half_range`` into
+  ``[-1 + TANH_EPS, 1 - TANH_EPS]`` first (as Stable-Baselines3's ``TanhBijector.inverse``),
+  so ``log_prob`` and its gradient stay finite (a bound action is scored as ``u = +-(1 - 1e-6)``,
+  pre-image ``+-7.25``); interior actions' densities, sampling, the greedy action and the
+  forward log-det-Jacobian are unchanged.
 * "multi_categorical" (``MultiDiscrete(nvec)`` actions): one categorical per action dimension,
   ``Independent(Categorical(padded logits [..., D, max(nvec)]), 1)`` from the head's flat
   ``multi_logits`` ``[..., sum(nvec)]`` (block d holds dimension d's ``nvec[d]`` logits; the
@@ -27,6 +33,7 @@ CartPole run does not pay for it before its first evaluation.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,6 +45,8 @@ if TYPE_CHECKING:
 POLICY_KINDS = ("categorical", "gaussian", "tanh_gaussian", "multi_categorical", "multi_binary")
 MULTI_LOGITS, BERNOULLI_LOGITS = "multi_logits", "bernoulli_logits"
 _PAD_LOGIT = -1e9
+# 1 - 1e-6 is 0.99999899 in float32 (spacing 6e-8 below 1), atanh of it 7.25: finite.
+TANH_EPS = 1e-6
 
 
 def padded_logits(flat_logits: tf.Tensor, nvec) -> tf.Tensor:
@@ -93,7 +102,7 @@ def make_distribution(
         return base
     if kind == "tanh_gaussian":
         mid, half = _mid_half(low, high)
-        bijector = tfb.Chain([tfb.Shift(mid), tfb.Scale(half), tfb.Tanh()])
+        bijector = tfb.Chain([tfb.Shift(mid), tfb.Scale(half), _clipped_tanh_class()()])
         return tfd.TransformedDistribution(base, bijector)
     raise ValueError(f"kind must be one of {POLICY_KINDS}, got {kind!r}")
 
@@ -130,6 +139,25 @@ def check_bounds(low, high) -> None:
     high = np.asarray(high, np.float32)
     if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
         raise ValueError(f"tanh_gaussian needs finite action bounds, got low={low} high={high}")
+
+
+@functools.cache
+def _clipped_tanh_class() -> type:
+    """``tfb.Tanh`` whose inverse clips into ``[-1 + TANH_EPS, 1 - TANH_EPS]`` before ``atanh``
+    (built on first use: ``tensorflow_probability`` is imported lazily)."""
+    import tensorflow_probability as tfp
+
+    class ClippedTanh(tfp.bijectors.Tanh):
+        """``Y = tanh(X)``; the inverse of a ``Y`` at or beyond +-1 is that of +-(1 - eps)."""
+
+        def __init__(self, validate_args=False, name="clipped_tanh"):
+            super().__init__(validate_args=validate_args, name=name)
+
+        def _inverse(self, y):
+            bound = tf.cast(1.0 - TANH_EPS, y.dtype)
+            return tf.atanh(tf.clip_by_value(y, -bound, bound))
+
+    return ClippedTanh
 
 
 def _mid_half(low, high) -> tuple[tf.Tensor, tf.Tensor]:
