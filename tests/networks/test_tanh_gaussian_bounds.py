@@ -2,16 +2,19 @@
 
 float32 ``tanh`` returns exactly +-1 for ``|x| > ~9``, so a sampled (or stored) action can sit
 exactly at ``low`` or ``high``, where ``atanh`` is infinite; ``make_distribution`` clips the
-squashed value into ``[-1 + eps, 1 - eps]`` before ``atanh`` (issue #35 item 6).
+squashed value into ``[-1 + eps, 1 - eps]`` before ``atanh``, and an action within eps of a
+bound gets the log-mass of the Normal's tail beyond ``atanh(1 - eps)`` (issue #35 item 6).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfagents_vtrace.networks.distributions import greedy_action, make_distribution
+from tfagents_vtrace.networks.distributions import TANH_EPS, greedy_action, make_distribution
 
 LOW = np.array([-2.0, 0.0], np.float32)
 HIGH = np.array([2.0, 4.0], np.float32)
@@ -54,7 +57,14 @@ def test_log_prob_finite_exactly_at_bounds(where):
     assert np.all(np.isfinite(g_loc)) and np.all(np.isfinite(g_scale)), (g_loc, g_scale)
 
 
-@pytest.mark.parametrize("loc_value", [20.0, -20.0, 50.0])
+def _numpy_tail_log_mass(loc, scale, upper):
+    """float64 log P(X >= x_c) (upper) or log P(X <= -x_c), X ~ Normal(loc, scale)."""
+    x_c = np.arctanh(np.float64(np.float32(1.0 - TANH_EPS)))
+    z = (x_c - loc) / scale if upper else (x_c + loc) / scale
+    return np.log(0.5 * np.array([math.erfc(v / math.sqrt(2.0)) for v in z.ravel()]))
+
+
+@pytest.mark.parametrize("loc_value", [20.0, -20.0, 50.0, 7.0, -8.0])
 def test_log_prob_finite_for_saturated_samples(loc_value):
     # A mean far outside tanh's float32 range: every sample squashes to exactly a bound.
     loc = np.full((64, 2), loc_value, np.float32)
@@ -62,14 +72,23 @@ def test_log_prob_finite_for_saturated_samples(loc_value):
     dist = make_distribution("tanh_gaussian", {"loc": loc, "scale": scale}, LOW, HIGH)
     # tf.identity: a new tensor, so the bijector cache cannot hand back the pre-squash draw
     # (the learner's entropy estimate -log pi(a') uses tf.stop_gradient(sample) the same way).
-    sample = tf.identity(dist.sample(seed=5))
     bound = HIGH if loc_value > 0 else LOW
-    np.testing.assert_array_equal(sample.numpy(), np.tile(bound, (64, 1)))
+    if abs(loc_value) > 10:
+        sample = tf.identity(dist.sample(seed=5))
+        np.testing.assert_array_equal(sample.numpy(), np.tile(bound, (64, 1)))
+    else:
+        sample = tf.constant(np.tile(bound, (64, 1)))
     lp, g_loc, g_scale = _log_prob_and_grads(loc, scale, sample)
     assert np.all(np.isfinite(lp)), lp
     assert np.all(np.isfinite(g_loc)) and np.all(np.isfinite(g_scale))
-    # The gradient pulls the mean back toward the clipped pre-image (about +-7.25).
-    assert np.all(np.sign(g_loc) == -np.sign(loc_value))
+    # Censored: the log-mass of the tail beyond atanh(1 - eps), summed over the dimensions;
+    # the gradient pushes the mean further out (more mass at the bound), and vanishes when
+    # all the mass is already there instead of growing with the mean (a clipped atanh
+    # scores the draw as atanh(1 - eps) = 7.25, a gradient (7.25 - loc) / scale^2).
+    want = 2 * _numpy_tail_log_mass(np.float64(loc_value), 0.5, loc_value > 0)
+    np.testing.assert_allclose(lp, np.full(64, want[0]), rtol=1e-4, atol=1e-6)
+    assert np.all(lp <= 0.0)
+    assert np.all(np.sign(loc_value) * g_loc >= 0.0) and np.all(np.abs(g_loc) < 1.0 / 0.5 * 2)
 
 
 def test_interior_log_prob_matches_numpy():

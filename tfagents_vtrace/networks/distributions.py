@@ -12,8 +12,13 @@
   ``|x| > ~9``, so an action can sit exactly at a bound, where ``atanh`` is infinite: the
   inverse clips the squashed value ``u = (a - mid) / half_range`` into
   ``[-1 + TANH_EPS, 1 - TANH_EPS]`` first (as Stable-Baselines3's ``TanhBijector.inverse``),
-  so ``log_prob`` and its gradient stay finite (a bound action is scored as ``u = +-(1 - 1e-6)``,
-  pre-image ``+-7.25``); interior actions' densities, sampling, the greedy action and the
+  and an action with ``|u| >= 1 - TANH_EPS`` gets, per dimension, the log-mass of the Normal's
+  tail beyond ``x_c = atanh(1 - TANH_EPS) = 7.25`` (``log P(x >= x_c)`` at the upper bound):
+  the censored likelihood of the clipped action policy gradient (Fujita & Maeda 2018,
+  https://arxiv.org/abs/1802.07564). ``log_prob`` and its gradient stay finite, and the
+  gradient of a saturated action vanishes as the mean moves out instead of growing with it
+  (scoring it as the clipped pre-image 7.25 gives ``(7.25 - loc) / scale^2``, which made A2C's
+  mean run away on Pendulum). Interior actions' densities, sampling, the greedy action and the
   forward log-det-Jacobian are unchanged.
 * "multi_categorical" (``MultiDiscrete(nvec)`` actions): one categorical per action dimension,
   ``Independent(Categorical(padded logits [..., D, max(nvec)]), 1)`` from the head's flat
@@ -103,7 +108,7 @@ def make_distribution(
     if kind == "tanh_gaussian":
         mid, half = _mid_half(low, high)
         bijector = tfb.Chain([tfb.Shift(mid), tfb.Scale(half), _clipped_tanh_class()()])
-        return tfd.TransformedDistribution(base, bijector)
+        return _squashed_gaussian_class()(base, bijector)
     raise ValueError(f"kind must be one of {POLICY_KINDS}, got {kind!r}")
 
 
@@ -158,6 +163,48 @@ def _clipped_tanh_class() -> type:
             return tf.atanh(tf.clip_by_value(y, -bound, bound))
 
     return ClippedTanh
+
+
+@functools.cache
+def _squashed_gaussian_class() -> type:
+    """``TransformedDistribution(Independent(Normal), Shift o Scale o ClippedTanh)`` whose
+    ``log_prob`` censors at the bounds (built on first use, as :func:`_clipped_tanh_class`)."""
+    import tensorflow_probability as tfp
+
+    class SquashedGaussian(tfp.distributions.TransformedDistribution):
+        """The tanh-squashed Gaussian; an action within ``TANH_EPS`` (in ``u``) of a bound has
+        the log-mass of the Normal's tail beyond ``x_c = atanh(1 - TANH_EPS)`` per dimension
+        (the censored likelihood of Fujita & Maeda 2018's clipped action policy gradient,
+        https://arxiv.org/abs/1802.07564), every other action the squashed density."""
+
+        def __init__(self, distribution, bijector, validate_args=False, name="SquashedGaussian"):
+            parameters = dict(locals())
+            super().__init__(
+                distribution=distribution,
+                bijector=bijector,
+                validate_args=validate_args,
+                parameters=parameters,
+                name=name,
+            )
+
+        def _log_prob(self, y):
+            shift, scale, tanh = self.bijector.bijectors
+            normal = self.distribution.distribution  # Independent(Normal) -> Normal
+            u = (y - shift.shift) / scale.scale
+            bound = tf.cast(1.0 - TANH_EPS, u.dtype)
+            x = tanh.inverse(u)  # clipped: finite
+            density = (
+                normal.log_prob(x)
+                - tf.math.log(scale.scale)
+                - tanh.forward_log_det_jacobian(x, event_ndims=0)
+            )
+            x_c = tf.atanh(bound)
+            upper = normal.log_survival_function(x_c)
+            lower = normal.log_cdf(-x_c)
+            per_dim = tf.where(u >= bound, upper, tf.where(u <= -bound, lower, density))
+            return tf.reduce_sum(per_dim, axis=-1)
+
+    return SquashedGaussian
 
 
 def _mid_half(low, high) -> tuple[tf.Tensor, tf.Tensor]:
