@@ -526,9 +526,10 @@ def main(argv=None) -> None:
     atari = all(importlib.util.find_spec(m) is not None for m in ("ale_py", "cv2"))
     import ray
 
+    from tfagents_vtrace.runtime.ray_backend import init_local_ray
+
     n_max = max(args.actors)
-    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, 2 * n_max),
-             include_dashboard=False, log_to_driver=False)  # fmt: skip
+    init_local_ray(max(os.cpu_count() or 1, 2 * n_max), log_to_driver=False)
     results = {}
     try:
         for path in args.configs:

@@ -39,6 +39,7 @@ def test_stub_actors_replay_recorded_unrolls_through_the_ray_pool():
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install .[ray])")
     from tfagents_vtrace.networks import NetworkConfig
     from tfagents_vtrace.runtime.actor import Actor, ActorSpec, WeightStore
+    from tfagents_vtrace.runtime.ray_backend import init_local_ray
     from tfagents_vtrace.runtime.unroll_sources import QueueSource
 
     spec = ActorSpec("CartPole-v1", NetworkConfig(hidden_sizes=(8,)), num_envs=4, unroll_length=3)
@@ -48,7 +49,7 @@ def test_stub_actors_replay_recorded_unrolls_through_the_ray_pool():
     bench = _bench()
     started = not ray.is_initialized()
     if started:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        init_local_ray(2, log_to_driver=False)
     try:
         IntakePool, StubPool = bench.pool_classes()
         store, stop, unrolls = WeightStore(), threading.Event(), queue.Queue(maxsize=2)

@@ -34,7 +34,7 @@ def ray_session():
     importable by the actors that unpickle the test's env factory)."""
     started = not ray.is_initialized()
     if started:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray_backend.init_local_ray(2, log_to_driver=False)
     yield ray
     if started:
         ray.shutdown()
@@ -110,6 +110,16 @@ def test_ray_actor_whose_env_raises_is_recreated(tmp_path, ray_session, pools):
     assert final["env_restarts"] >= 2  # 32 unrolls x 8 steps, plus the dropped partial ones
     assert _rows(str(tmp_path))[-1]["env_restarts"] == final["env_restarts"]
     _assert_actors_dead(pools[0])
+
+
+def _niceness() -> int:
+    return os.nice(0)
+
+
+def test_a_private_ray_runs_its_workers_at_niceness_0(ray_session):
+    """Ray's default, 15, left the actors a few percent of a core beside a busy learner or
+    any other process on the machine (init_local_ray)."""
+    assert ray.get(ray.remote(_niceness).remote(), timeout=120) == 0
 
 
 @requires_ray

@@ -76,6 +76,22 @@ def import_ray():
     return ray
 
 
+def init_local_ray(num_cpus: int, **kwargs) -> None:
+    """Starts a private Ray on this machine (``ray.init(address="local")``: a new instance
+    even if a cluster runs here) whose worker processes run at niceness 0.
+
+    Ray starts its workers at niceness 15 by default, which suits a cluster node where they
+    should yield to Ray's own services; here they are the run's actors, sharing the cores with
+    its learner (niceness 0) and anything else on the machine, and at 15 they got a few
+    percent of a core whenever those were busy. ``RAY_worker_niceness`` in the environment
+    still wins. ``kwargs`` go to ``ray.init``.
+    """
+    ray = import_ray()
+    if "RAY_worker_niceness" not in os.environ:
+        kwargs["_system_config"] = {"worker_niceness": 0, **kwargs.get("_system_config", {})}
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **kwargs)
+
+
 def check_run_config(run) -> None:
     """Fails early (when the actor-learner is built) if ``run`` cannot use the Ray backend.
 
@@ -216,7 +232,7 @@ class RayProcesses:
                 ray.init(address=self.address, log_to_driver=True)
             else:  # "local": a new instance even if a cluster runs on this machine
                 cpus = max(os.cpu_count() or 1, math.ceil(self.num_actors * self.actor_cpus))
-                ray.init(address="local", num_cpus=cpus, include_dashboard=False)
+                init_local_ray(cpus)
             self._owns_ray = True
         try:
             self.handles = [self._new_actor(i) for i in range(self.num_actors)]
