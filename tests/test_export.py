@@ -19,6 +19,10 @@ import tensorflow as tf
 from tfagents_vtrace.export import export_policy
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
 
+# One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
+# fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("export")
+
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "export_roundtrip_child.py")
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 DISCRETE = gym.spaces.Discrete(4)

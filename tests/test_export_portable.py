@@ -28,6 +28,10 @@ from tfagents_vtrace import export_parity
 from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
 from tfagents_vtrace.networks import NetworkConfig, make_network
 
+# One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
+# fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("export_portable")
+
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "export_portable_child.py")
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 IMAGE = gym.spaces.Box(0, 255, (36, 36, 2), np.uint8)  # the Nature CNN's smallest input

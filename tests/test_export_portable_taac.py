@@ -27,6 +27,10 @@ from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner
 from tfagents_vtrace.agents.taac.export import TaacPolicyModule, export_taac_policy
 from tfagents_vtrace.agents.taac.portable import export_taac_onnx, export_taac_tflite
 
+# One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
+# fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("export_portable_taac")
+
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 BOX = gym.spaces.Box(np.array([-1.0, 0.0], np.float32), np.array([1.0, 3.0], np.float32))
 SMALL = dict(actor_hidden_sizes=(16,), critic_hidden_sizes=(16,), jit_compile=False)

@@ -13,6 +13,10 @@ import tensorflow as tf
 import tfagents_vtrace.envs  # noqa: F401 - registers CartPoleNoVel-v1
 from experiments import evaluate
 
+# One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
+# fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("evaluate")
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

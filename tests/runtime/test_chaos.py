@@ -26,6 +26,10 @@ import sys
 
 import pytest
 
+# One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
+# fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("chaos")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _spec = importlib.util.spec_from_file_location(
     "chaos_lib", os.path.join(ROOT, "benchmarks", "chaos_lib.py")

@@ -15,6 +15,10 @@ from tfagents_vtrace.runtime import checkpoint_files as files
 from tfagents_vtrace.runtime.checkpointing import CheckpointError, has_checkpoint
 from tfagents_vtrace.runtime.driver import make_driver, train
 
+# One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
+# fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("checkpoint_fallback")
+
 
 def _steps(logdir):
     return files.complete_steps(os.path.join(logdir, "checkpoints"))

@@ -21,6 +21,10 @@ try:
 except ImportError:
     ray = None
 
+# One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
+# fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("ray_backend")
+
 AGENT = get_agent("impala")
 NET = NetworkConfig(hidden_sizes=(16,))
 requires_ray = pytest.mark.skipif(ray is None, reason="ray is not installed (pip install .[ray])")
