@@ -27,6 +27,8 @@ def test_train_from_python_then_play_the_policy(tmp_path):
     assert out.strip().startswith("return ")
 
 
+# make test-long (the suite's time): the README's command-line block runs the same commands.
+@pytest.mark.long
 def test_train_from_the_command_line(tmp_path):
     bindir = os.path.dirname(sys.executable)
     if not os.path.exists(os.path.join(bindir, "tfv-train")):

@@ -225,6 +225,9 @@ def test_action_from_noise_is_the_draw_of_action(name):
         state = want["state"]
 
 
+# make test-long (the suite's time): it explains check_export's teacher forcing, which the
+# parity tests above exercise.
+@pytest.mark.long
 def test_taacl_taacq_state_dynamics_amplify_rounding():
     """Why ``check_export`` replays TaacL / TaacQ files from the reference's states: a 1e-6
     change of the actor's ``loc`` (a few float32 roundings) grows along linear and quadratic

@@ -54,8 +54,11 @@ def _extra(config: Path) -> dict:
 # Files that differ from another's smoke-tested code path only in numbers (the MinAtar MLP
 # files run Breakout's path; TaacL / TaacQ / MountainCar the TAAC paths of taac_pendulum and
 # tests/agents): in make test-long, as the suite is at its time budget.
+# The two other Pong files differ from impala_atari_pong in the torso only, which
+# tests/networks builds and runs.
 SAME_PATH = {"impala_minatar_freeway", "impala_minatar_seaquest", "impala_minatar_space_invaders",
-             "taacl_pendulum", "taacq_pendulum", "taac_mountaincar"}  # fmt: skip
+             "taacl_pendulum", "taacq_pendulum", "taac_mountaincar",
+             "impala_atari_pong_nature_cnn", "impala_atari_pong_resnet_lstm_gpu"}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -146,7 +146,9 @@ def test_check_flags_file_formats(tmp_path, monkeypatch):
     assert notes.read_text() == "mine"
 
 
-@pytest.mark.slow  # trains, then three subprocesses importing TensorFlow
+# make test-long (the suite's time): the command-line twin of tests/test_export_portable.py's
+# in-process parity (LSTM included) and of docs/guide/export.md's tfv-export --check block.
+@pytest.mark.long
 def test_export_formats_with_check(tmp_path):
     """--format=tflite|onnx|saved_model --check on a trained LSTM run: parity passes."""
     pytest.importorskip("ai_edge_litert")
@@ -183,7 +185,8 @@ def test_export_formats_with_check(tmp_path):
     assert "--overwrite" in proc.stderr
 
 
-@pytest.mark.slow  # trains a tiny TAAC run, then three subprocesses importing TensorFlow
+# make test-long (the suite's time): the command-line twin of tests/test_export_portable_taac.py.
+@pytest.mark.long
 def test_export_taac_formats_with_check(tmp_path):
     """--format=onnx|saved_model --check on a tiny TaacQ run on Pendulum-v1: the agent's
     export_run / check_export path through the command; parity passes (every format in
