@@ -7,7 +7,13 @@ import tensorflow as tf
 
 from tests.agents._unroll_batch import unroll_batch
 from tfagents_vtrace.agents import get_agent
-from tfagents_vtrace.agents.impala import ImpalaConfig, ImpalaLearner, loss_terms
+from tfagents_vtrace.agents.impala import (
+    ImpalaConfig,
+    ImpalaLearner,
+    impala_loss,
+    loss_terms,
+    masked_means,
+)
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
 from tfagents_vtrace.runtime.strategy import make_strategy
 
@@ -172,3 +178,43 @@ def test_multi_worker_strategy_single_worker_smoke(rng):
                                rtol=1e-6)  # fmt: skip
     for a, b in zip(default.network.get_weights(), worker.network.get_weights()):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("strategy", ["default", "mirrored"])
+def test_mean_rho_and_clip_fraction_average_over_the_unmasked_steps(rng, strategy):
+    """Reset steps (mask 0) carry no action: the diagnostics average over the other steps,
+    across replicas by step count (the resets sit in one replica's columns only)."""
+    t, b = 5, 4
+    batch = _batch(rng, t, b, truncate=[(0, 0), (0, 2)], terminate=[(1, 1)])
+    learner = _learner(make_strategy(strategy), policy_loss="clipped", clip_ratio=0.1)
+    inputs = NetInputs(
+        batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
+    )
+    logits = learner.network.unroll(inputs, ()).policy["logits"][:-1].numpy()
+    metrics = learner.train_step(batch)
+
+    # Slow reference: rho_t = pi(a_t|x_t) / mu(a_t|x_t) on the steps whose action was taken.
+    def log_softmax(x):
+        x = x - x.max(-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+    a = batch["action"][..., None]
+    log_pi = np.take_along_axis(log_softmax(logits.astype(np.float64)), a, -1)[..., 0]
+    log_mu = np.take_along_axis(log_softmax(batch["policy"]["logits"].astype(np.float64)), a, -1)
+    rho = np.exp(log_pi - log_mu[..., 0])
+    valid = ~batch["reset"][:-1]
+    assert valid.sum() < t * b  # some steps are masked
+    np.testing.assert_allclose(metrics["mean_rho"], rho[valid].mean(), rtol=1e-5)
+    assert "valid_fraction" not in metrics
+
+    # clip_fraction: the share of unmasked steps whose ratio to the old policy leaves [0.9, 1.1].
+    logits = learner.network.unroll(inputs, ()).policy["logits"][:-1].numpy()  # updated weights
+    log_pi = np.take_along_axis(log_softmax(logits.astype(np.float64)), a, -1)[..., 0]
+    old_log_prob = log_pi + rng.normal(scale=0.1, size=log_pi.shape)
+    batch["old_log_prob"] = old_log_prob.astype(np.float32)
+    config = ImpalaConfig(policy_loss="clipped", clip_ratio=0.1)
+    _, sums = impala_loss(learner.network, config, batch, 1.0 / (t * b))
+    masked_means(sums)  # in place
+    clipped = np.abs(np.exp(log_pi - old_log_prob) - 1.0) > 0.1
+    assert 0 < clipped[valid].mean() < 1
+    np.testing.assert_allclose(sums["clip_fraction"], clipped[valid].mean(), rtol=1e-6)

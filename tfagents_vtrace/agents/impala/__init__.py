@@ -11,6 +11,7 @@ from tfagents_vtrace.agents.impala.learner import (
     LossTerms,
     impala_loss,
     loss_terms,
+    masked_means,
 )
 from tfagents_vtrace.agents.spec import AgentSpec
 
@@ -31,4 +32,5 @@ __all__ = [
     "LossTerms",
     "impala_loss",
     "loss_terms",
+    "masked_means",
 ]

@@ -66,6 +66,7 @@ METRIC_KEYS = (
     "learning_rate",
 )
 OLD_LOG_PROB, OLD_VALUE = "old_log_prob", "old_value"
+VALID_FRACTION = "valid_fraction"  # the unmasked share of the batch, summed over replicas
 
 
 LossTerms = collections.namedtuple(
@@ -121,7 +122,9 @@ def impala_loss(
 
     ``scale`` is ``1 / (T * global_B)`` so replica losses sum to the global-batch mean;
     ``entropy_cost`` overrides ``config.entropy_cost`` (the learner's annealed weight).
-    Returns ``(loss, metrics)``; metrics are scaled the same way (they sum over replicas).
+    Returns ``(loss, metrics)``; metrics are scaled the same way (they sum over replicas),
+    with ``valid_fraction``, the scaled count of unmasked steps: :func:`masked_means` of the
+    summed metrics gives ``mean_rho`` and ``clip_fraction`` as means over those steps.
     """
     terms = loss_terms(network, config, batch)
     old_value = batch[OLD_VALUE][:-1] if OLD_VALUE in batch else None
@@ -187,9 +190,21 @@ def _combine(
             "baseline_loss": baseline_loss,
             "entropy": entropy_sum,
             "mean_rho": tf.reduce_sum(mask * tf.exp(terms.log_rhos)) * scale,
+            VALID_FRACTION: tf.reduce_sum(mask) * scale,
         }
     )
     return loss, metrics
+
+
+def masked_means(metrics: dict) -> None:
+    """Turns ``mean_rho`` and ``clip_fraction`` of replica-summed loss metrics into means
+    over the valid (unmasked) steps, and drops ``valid_fraction``; in place. The loss
+    averages over every ``[T, B]`` entry, so these two read low by the share of reset
+    steps until divided by the summed ``valid_fraction``."""
+    valid = tf.maximum(metrics.pop(VALID_FRACTION), 1e-12)
+    for key in ("mean_rho", "clip_fraction"):
+        if key in metrics:
+            metrics[key] = metrics[key] / valid
 
 
 def _normalize(adv: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
@@ -338,6 +353,7 @@ class ImpalaLearner(ReplicatedLearner):
         return impala_loss(self.network, self.config, batch, scale, entropy_cost)
 
     def _after_update(self, metrics: dict, entropy_cost: tf.Tensor) -> None:
+        masked_means(metrics)
         if self.config.entropy_cost_end is not None:
             metrics["entropy_coef"] = entropy_cost
 
