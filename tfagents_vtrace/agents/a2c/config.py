@@ -16,7 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfagents_vtrace.agents.learner_config import ActorCriticConfig, check_choice, check_number
+from tfagents_vtrace.agents.learner_config import (
+    ActorCriticConfig,
+    check_choice,
+    check_number,
+    check_positive,
+)
 
 VALUE_TARGETS = ("nstep", "lambda")
 LOSS_REDUCTIONS = ("sum", "mean")
@@ -41,9 +46,20 @@ class A2CConfig(ActorCriticConfig):
     meta-RL fork's, and Mnih et al.'s accumulated gradients) or "mean" (OpenAI Baselines'
     A2C). With "sum" the gradient grows with ``T * num_envs``, which matters for
     ``max_grad_norm``, RMSProp/Adam epsilon and SGD learning rates."""
+    policy_mean_cost: float = 0.0
+    """Weight (>= 0) of a penalty ``0.5 * sum_a loc_a^2`` on the Gaussian policy's mean
+    (for "tanh_gaussian" the pre-tanh mean), reduced over the unroll as the other loss
+    terms (``loss_reduction``); SAC's ``mean_reg`` (Haarnoja et al. 2018,
+    https://arxiv.org/abs/1801.01290, v1: 1e-3). It keeps a tanh-squashed mean from running
+    out into the saturated tails, where the censored log-probability's gradient fades. 0
+    (the default) adds nothing; > 0 needs a Gaussian policy head ("gaussian" or
+    "tanh_gaussian"), whose head is known once the environment is (``policy_head="auto"``):
+    the loss refuses another head with a ValueError naming this field when it is first
+    traced (the first update)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_number("gae_lambda", self.gae_lambda, 0.0, 1.0, False, False)
         check_choice("value_target", self.value_target, VALUE_TARGETS)
         check_choice("loss_reduction", self.loss_reduction, LOSS_REDUCTIONS)
+        check_positive("policy_mean_cost", self.policy_mean_cost, allow_zero=True)

@@ -19,10 +19,14 @@ values over the T+1 observations, ``s`` the ``reward_scale`` and ``m_t = 1 - res
     R_t = r'_t + d_t R_{t+1},  R_T = V(x_T)     (value_target="nstep", the default)
     R_t = A_t + V(x_t)                          (value_target="lambda": the TD(lambda) return)
     L = sum_{t,b} m_t * [ -A_t log pi(a_t|x_t) + beta_v * 0.5 * (R_t - V(x_t))^2
-                          - beta_e * H(pi(.|x_t)) ]        (loss_reduction="sum", the default)
+                          - beta_e * H(pi(.|x_t))
+                          + beta_m * 0.5 * sum_a loc_a(x_t)^2 ]   (loss_reduction="sum")
 
-or ``mean_{t,b}`` of the same terms (``loss_reduction="mean"``). With ``lambda = 1`` both
-value targets are A3C's n-step returns.
+or ``mean_{t,b}`` of the same terms (``loss_reduction="mean"``: the sum times
+``1 / (T * B)``). With ``lambda = 1`` both value targets are A3C's n-step returns. The last
+term, with ``beta_m = policy_mean_cost`` (0 by default: no term), penalises a Gaussian
+policy's mean ``loc`` (pre-tanh for "tanh_gaussian"), as SAC's ``mean_reg``; the metric
+``mean_penalty`` (present when ``beta_m > 0``) is its per-step mean before the weight.
 
 The reference for the defaults is the A3C meta-RL fork (``a3c_meta_rl.txt`` beside
 DESIGN.md): its ``process_rollout`` regresses V onto ``discount(rewards + [r], gamma)``, the
@@ -49,6 +53,7 @@ from tfagents_vtrace.agents.loss_inputs import episode_targets, policy_terms
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import returns
 
+GAUSSIAN_KINDS = ("gaussian", "tanh_gaussian")
 METRIC_KEYS = (
     "loss",
     "pg_loss",
@@ -56,6 +61,7 @@ METRIC_KEYS = (
     "entropy",
     "entropy_coef",
     "mean_abs_log_rho",
+    "mean_penalty",  # with policy_mean_cost > 0 only
     "grad_norm",
     "learning_rate",
 )
@@ -109,6 +115,10 @@ def a2c_loss(
     entropy_sum = tf.reduce_sum(mask * entropy) * scale
     entropy_coef = tf.cast(entropy_coef, tf.float32)
     mean_loss = pg_loss + config.baseline_cost * baseline_loss - entropy_coef * entropy_sum
+    mean_cost = float(getattr(config, "policy_mean_cost", 0.0))
+    if mean_cost > 0.0:
+        mean_penalty = policy_mean_penalty(policy, mask, scale)
+        mean_loss = mean_loss + mean_cost * mean_penalty
     loss = mean_loss
     if config.loss_reduction == "sum":  # replica sums add up to the global batch's sum
         loss = mean_loss / tf.cast(scale, mean_loss.dtype)
@@ -119,4 +129,23 @@ def a2c_loss(
         "entropy": entropy_sum,
         "mean_abs_log_rho": tf.reduce_sum(mask * tf.abs(log_rho)) * scale,
     }
+    if mean_cost > 0.0:
+        metrics["mean_penalty"] = mean_penalty
     return loss, metrics
+
+
+def policy_mean_penalty(policy: dict, mask: tf.Tensor, scale: tf.Tensor | float) -> tf.Tensor:
+    """``sum_{t,b} m_t * 0.5 * sum_a loc_{t,b,a}^2`` times ``scale``: the unweighted mean
+    penalty of the module docstring, from the policy parameters ``[T, B, ...]``.
+
+    Raises:
+      ValueError: naming ``policy_mean_cost`` when ``policy`` has no ``loc`` (not Gaussian).
+    """
+    if "loc" not in policy:
+        raise ValueError(
+            f"policy_mean_cost: penalises a Gaussian policy's mean (policy heads "
+            f"{GAUSSIAN_KINDS}); this policy has no 'loc' (its parameters: {sorted(policy)})"
+        )
+    loc = tf.cast(policy["loc"], tf.float32)
+    per_step = 0.5 * tf.reduce_sum(tf.square(loc), axis=-1)
+    return tf.reduce_sum(mask * per_step) * scale
