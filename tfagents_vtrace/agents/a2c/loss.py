@@ -115,7 +115,7 @@ def a2c_loss(
     entropy_sum = tf.reduce_sum(mask * entropy) * scale
     entropy_coef = tf.cast(entropy_coef, tf.float32)
     mean_loss = pg_loss + config.baseline_cost * baseline_loss - entropy_coef * entropy_sum
-    mean_cost = float(getattr(config, "policy_mean_cost", 0.0))
+    mean_cost = float(config.policy_mean_cost)
     if mean_cost > 0.0:
         mean_penalty = policy_mean_penalty(policy, mask, scale)
         mean_loss = mean_loss + mean_cost * mean_penalty
