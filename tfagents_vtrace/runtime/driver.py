@@ -500,7 +500,7 @@ class Driver:
         with self.agent.lock:
             self.eval_weights, step = self.agent.get_weights(), self.counters.env_steps
         evaluator.set_weights(self.eval_weights)
-        row = evaluator.run()
+        row = evaluator.run(key=int(step))
         row.update(step=int(step), wall_time=round(self.counters.wall_time(), 3))
         self._eval_seconds += time.perf_counter() - start
         return row

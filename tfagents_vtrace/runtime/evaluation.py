@@ -19,6 +19,15 @@ from tfagents_vtrace.runtime.env_failures import EnvFailure
 log = logging.getLogger(__name__)
 
 
+def evaluation_seed(seed: int, key: int) -> int:
+    """The reset seed of the evaluation ``key`` of a run seeded ``seed``: a 31-bit hash of
+    both. A vector env seeds its environments ``s, s + 1, ...``, so consecutive integers
+    would share all but one start state between consecutive evaluations, and between runs
+    of neighbouring seeds; hashed, every evaluation starts from its own states."""
+    state = np.random.SeedSequence([0xE7A1, int(seed), int(key)]).generate_state(1)
+    return int(state[0] >> 1)
+
+
 class EvaluationCancelled(Exception):
     """An evaluation stopped by :meth:`Evaluator.cancel` (the run is ending)."""
 
@@ -32,7 +41,8 @@ class Evaluator:
         ``episode_stats`` (``reset()``, ``add(info, first, running)`` per step, ``fields()``),
         the rows gain its fields (e.g. TAAC's ``eval_repeat_length``).
       num_episodes: environments, hence episodes, per evaluation.
-      seed: seed of the first evaluation; evaluation ``k`` uses ``seed + k``.
+      seed: the run's evaluation seed; an evaluation's environments are reset with
+        :func:`evaluation_seed` of it and the evaluation's ``key`` (see :meth:`run`).
       max_steps: safety cap on the steps of one evaluation.
     """
 
@@ -41,7 +51,7 @@ class Evaluator:
         env_factory,
         policy,
         num_episodes: int = 20,
-        seed: int = 10_000,
+        seed: int = 0,
         max_steps: int = 100_000,
     ):
         if num_episodes < 1:
@@ -63,15 +73,20 @@ class Evaluator:
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self.policy.set_weights(weights)
 
-    def run(self, retries: int = 3) -> dict[str, float]:
+    def run(self, retries: int = 3, key: int | None = None) -> dict[str, float]:
         """Plays one episode per environment; returns ``eval_return`` (mean) and extras.
 
-        An environment that raises is logged, recreated and the evaluation restarted (at
-        most ``retries`` times).
+        ``key`` picks the episodes' start states (the training driver passes the step of the
+        weights, so a resumed run replays the evaluations of an uninterrupted one); without
+        it, the evaluations are numbered 0, 1, ... An environment that raises is logged,
+        recreated and the evaluation restarted (at most ``retries`` times).
         """
+        if key is None:
+            key = self.count
+        self.count += 1
         for attempt in range(retries + 1):
             try:
-                return self._run_once()
+                return self._run_once(evaluation_seed(self.seed, key))
             except EvaluationCancelled:
                 raise
             except Exception as error:  # noqa: BLE001 - env failures are retried
@@ -84,12 +99,11 @@ class Evaluator:
                 self.close()
         raise AssertionError("unreachable")
 
-    def _run_once(self) -> dict[str, float]:
+    def _run_once(self, seed: int) -> dict[str, float]:
         n = self.num_episodes
         if self._env is None:
-            self._env = self.env_factory(n, self.seed)
-        obs, _ = self._env.reset(seed=self.seed + self.count)
-        self.count += 1
+            self._env = self.env_factory(n, seed)
+        obs, _ = self._env.reset(seed=seed)
         space = self._env.single_action_space
         prev_action = np.zeros((n, *space.shape), space.dtype)
         prev_reward = np.zeros(n, np.float32)
@@ -155,7 +169,7 @@ class BackgroundEvaluations:
 
         def evaluate() -> dict:
             self.evaluator.set_weights(weights)
-            row = self.evaluator.run()
+            row = self.evaluator.run(key=int(step))
             row.update(step=int(step), eval_step=int(step), wall_time=round(self.wall_time(), 3))
             return row
 
@@ -186,9 +200,9 @@ class BackgroundEvaluations:
 def make_evaluator(run, policy, env_factory=None) -> Evaluator:
     """The greedy :class:`Evaluator` of a run: ``run.eval_episodes`` environments of
     ``run.env_id`` (``make_vector_env`` unless ``env_factory(num_envs, seed)`` is given),
-    acting with the greedy ``policy``, seeded from ``10_000 + run.seed``."""
+    acting with the greedy ``policy``, seeded from ``run.seed`` (:func:`evaluation_seed`)."""
     if env_factory is None:
         from tfagents_vtrace.envs.factory import vector_env_factory
 
         env_factory = vector_env_factory(run.env_id, "auto", run.env_kwargs)
-    return Evaluator(env_factory, policy, run.eval_episodes, seed=10_000 + run.seed)
+    return Evaluator(env_factory, policy, run.eval_episodes, seed=run.seed)
