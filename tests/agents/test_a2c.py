@@ -224,3 +224,48 @@ def test_registered_a2c_trains_on_policy_through_the_runtime(tmp_path):
     # num_actors=0 acts inline with the newest weights: the data is on-policy.
     assert all(r["policy_lag"] == 0.0 for r in rows)
     assert max(r.get("mean_abs_log_rho", 0.0) for r in rows) < 1e-5
+
+
+def _mean_abs_log_rho_over_unmasked_steps(net, batch):
+    """Slow reference: |log pi(a|x) - log mu(a|x)| averaged over the steps whose action was
+    taken (mask 1), from the network's logits before the update."""
+    inputs = NetInputs(*(batch[k] for k in ("observation", "first", "prev_action", "prev_reward")))
+    logits = net.unroll(inputs, ()).policy["logits"].numpy()[:-1].astype(np.float64)
+
+    def log_softmax(x):
+        x = x - x.max(-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+    a = batch["action"][..., None]
+    log_pi = np.take_along_axis(log_softmax(logits), a, -1)[..., 0]
+    mu = batch["policy"]["logits"].astype(np.float64)
+    log_mu = np.take_along_axis(log_softmax(mu), a, -1)[..., 0]
+    valid = ~batch["reset"][:-1]
+    assert 0 < valid.sum() < valid.size  # some steps are masked
+    return np.abs(log_pi - log_mu)[valid].mean()
+
+
+@pytest.mark.parametrize("strategy", ["default", "mirrored"])
+def test_mean_abs_log_rho_averages_over_the_unmasked_steps(rng, strategy):
+    """Reset steps carry no action; across replicas by step count (the resets sit in one
+    replica's columns only). Averaged over every [T, B] entry it read low by their share."""
+    from tfagents_vtrace.runtime.strategy import make_strategy
+
+    batch = _batch(rng, 5, 4, truncate=[(0, 0), (0, 2)], terminate=[(1, 1)])
+    learner = A2CLearner(A2CConfig(), _network, make_strategy(strategy))
+    expected = _mean_abs_log_rho_over_unmasked_steps(learner.network, batch)
+    metrics = learner.train_step(batch)
+    np.testing.assert_allclose(metrics["mean_abs_log_rho"], expected, rtol=1e-5)
+    assert "valid_fraction" not in metrics
+
+
+def test_a3c_mean_abs_log_rho_averages_over_the_unmasked_steps(rng):
+    from tfagents_vtrace.agents.a3c import A3CConfig
+    from tfagents_vtrace.agents.a3c.shared import compute_gradients
+
+    batch = _batch(rng, 5, 4, truncate=[(0, 0), (0, 2)], terminate=[(1, 1)])
+    net = _network()
+    expected = _mean_abs_log_rho_over_unmasked_steps(net, batch)
+    _, metrics = compute_gradients(net, A3CConfig(), batch, tf.constant(0.01))
+    np.testing.assert_allclose(float(metrics["mean_abs_log_rho"]), expected, rtol=1e-5)
+    assert "valid_fraction" not in metrics

@@ -14,6 +14,18 @@ import tensorflow as tf
 from tfagents_vtrace.ops import vtrace
 
 REWARD_CLIPPING = ("none", "abs_one", "soft_asymmetric")
+VALID_FRACTION = "valid_fraction"  # the unmasked share of the batch, summed over replicas
+
+
+def divide_by_valid(metrics: dict, keys) -> None:
+    """Turns the ``keys`` of replica-summed loss metrics (sums over ``[T, B]`` times ``1 / (T
+    * global_B)``) into means over the unmasked steps, and drops ``valid_fraction`` (the same
+    scaled sum of the mask); in place. A loss that averages over every ``[T, B]`` entry
+    leaves such a diagnostic low by the share of reset steps until it is divided."""
+    valid = tf.maximum(metrics.pop(VALID_FRACTION), 1e-12)
+    for key in keys:
+        if key in metrics:
+            metrics[key] = metrics[key] / valid
 
 
 def clip_rewards(rewards: tf.Tensor, mode: str) -> tf.Tensor:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
-from tfagents_vtrace.agents.a2c.loss import a2c_loss
+from tfagents_vtrace.agents.a2c.loss import a2c_loss, masked_means
 from tfagents_vtrace.agents.replicated_learner import ReplicatedLearner
 
 
@@ -61,5 +61,6 @@ class A2CLearner(ReplicatedLearner):
         return a2c_loss(self.network, self.config, batch, entropy_coef, scale)
 
     def _after_update(self, metrics: dict, entropy_coef: tf.Tensor) -> None:
+        masked_means(metrics)
         self.updates.assign_add(1)
         metrics["entropy_coef"] = entropy_coef

@@ -36,7 +36,9 @@ is ``pi_loss + 0.05 * vf_loss - beta_e * entropy`` with sums over the rollout an
 config has ``BETA_V = 0.05``; ``baseline_cost = 0.005``). ``value_target="lambda"`` and
 ``loss_reduction="mean"`` are kept as options: the shipped CartPole flagfiles were tuned with
 them (``a2c_cartpole.cfg``, ``a3c_cartpole.cfg``, the bandit flagfiles pin them). Metrics
-are per-step means whatever the reduction.
+are per-step means whatever the reduction: the loss's terms over every ``[T, B]`` entry, as
+the loss, the diagnostics ``mean_abs_log_rho`` and ``mean_penalty`` over the unmasked steps
+(:func:`masked_means`).
 
 Gradients reach the network through ``log pi``, ``V(x_t)`` (t < T) and the entropy; ``A``,
 ``R`` and the bootstrap values are stop-gradient. The policy is the one that acted (A2C/A3C
@@ -49,7 +51,12 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
-from tfagents_vtrace.agents.loss_inputs import episode_targets, policy_terms
+from tfagents_vtrace.agents.loss_inputs import (
+    VALID_FRACTION,
+    divide_by_valid,
+    episode_targets,
+    policy_terms,
+)
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import returns
 
@@ -88,7 +95,9 @@ def a2c_loss(
       scale: ``1 / (T * global_B)`` so replica losses sum to the global-batch mean.
 
     Returns:
-      ``(loss, metrics)``; the metrics are sums times ``scale`` (per-step means).
+      ``(loss, metrics)``; the metrics are sums times ``scale`` (per-step means), with
+      ``valid_fraction`` (the mask's): :func:`masked_means` of the metrics summed over
+      replicas gives ``mean_abs_log_rho`` and ``mean_penalty`` as means over unmasked steps.
     """
     inputs = NetInputs(
         batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
@@ -128,10 +137,17 @@ def a2c_loss(
         "baseline_loss": baseline_loss,
         "entropy": entropy_sum,
         "mean_abs_log_rho": tf.reduce_sum(mask * tf.abs(log_rho)) * scale,
+        VALID_FRACTION: tf.reduce_sum(mask) * scale,
     }
     if mean_cost > 0.0:
         metrics["mean_penalty"] = mean_penalty
     return loss, metrics
+
+
+def masked_means(metrics: dict) -> None:
+    """Turns ``mean_abs_log_rho`` and ``mean_penalty`` of replica-summed :func:`a2c_loss`
+    metrics into means over the unmasked steps and drops ``valid_fraction``; in place."""
+    divide_by_valid(metrics, ("mean_abs_log_rho", "mean_penalty"))
 
 
 def policy_mean_penalty(policy: dict, mask: tf.Tensor, scale: tf.Tensor | float) -> tf.Tensor:

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.agents import batching, optimization, placement
-from tfagents_vtrace.agents.a2c.loss import a2c_loss
+from tfagents_vtrace.agents.a2c.loss import a2c_loss, masked_means
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 
 
@@ -185,6 +185,7 @@ def compute_gradients(network, config: A3CConfig, batch: dict, entropy_coef: tf.
     scale = 1.0 / tf.cast(shape[0] * shape[1], tf.float32)
     with tf.GradientTape() as tape:
         loss, metrics = a2c_loss(network, config, batch, entropy_coef, scale)
+    masked_means(metrics)
     grads = tape.gradient(loss, network.trainable_variables)
     grads, norm, finite = optimization.clip_and_check(grads, config.max_grad_norm)
     finite = tf.logical_and(finite, tf.math.is_finite(loss))

@@ -66,7 +66,6 @@ METRIC_KEYS = (
     "learning_rate",
 )
 OLD_LOG_PROB, OLD_VALUE = "old_log_prob", "old_value"
-VALID_FRACTION = "valid_fraction"  # the unmasked share of the batch, summed over replicas
 
 
 LossTerms = collections.namedtuple(
@@ -190,21 +189,17 @@ def _combine(
             "baseline_loss": baseline_loss,
             "entropy": entropy_sum,
             "mean_rho": tf.reduce_sum(mask * tf.exp(terms.log_rhos)) * scale,
-            VALID_FRACTION: tf.reduce_sum(mask) * scale,
+            loss_inputs.VALID_FRACTION: tf.reduce_sum(mask) * scale,
         }
     )
     return loss, metrics
 
 
 def masked_means(metrics: dict) -> None:
-    """Turns ``mean_rho`` and ``clip_fraction`` of replica-summed loss metrics into means
-    over the valid (unmasked) steps, and drops ``valid_fraction``; in place. The loss
-    averages over every ``[T, B]`` entry, so these two read low by the share of reset
-    steps until divided by the summed ``valid_fraction``."""
-    valid = tf.maximum(metrics.pop(VALID_FRACTION), 1e-12)
-    for key in ("mean_rho", "clip_fraction"):
-        if key in metrics:
-            metrics[key] = metrics[key] / valid
+    """Turns ``mean_rho`` and ``clip_fraction`` of replica-summed :func:`impala_loss`
+    metrics into means over the valid (unmasked) steps, and drops ``valid_fraction``; in
+    place (:func:`~tfagents_vtrace.agents.loss_inputs.divide_by_valid`)."""
+    loss_inputs.divide_by_valid(metrics, ("mean_rho", "clip_fraction"))
 
 
 def _normalize(adv: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
