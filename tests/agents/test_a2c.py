@@ -30,8 +30,9 @@ def _batch(rng, t=6, b=3, truncate=(), terminate=()):
     return unroll_batch(rng, t, b, ACT.n, truncate, terminate)
 
 
-def _numpy_loss(batch, values, logits, lam, baseline_cost, beta):
-    """Slow A3C/GAE loss in the papers' notation, one env and one step at a time."""
+def _numpy_loss(batch, values, logits, lam, baseline_cost, beta, normalize=False):
+    """Slow A3C/GAE loss in the papers' notation, one env and one step at a time; with
+    ``normalize``, the policy term's advantages standardised over the unmasked steps."""
     t, b = batch["reward"].shape
     adv, ret = np.zeros((t, b)), np.zeros((t, b))
     for e in range(b):
@@ -49,6 +50,9 @@ def _numpy_loss(batch, values, logits, lam, baseline_cost, beta):
     ent = -(np.exp(log_p) * log_p).sum(-1)
     mask = 1.0 - batch["reset"][:-1]
     n = t * b
+    if normalize:
+        valid = adv[mask == 1]
+        adv = (adv - valid.mean()) / (valid.std() + 1e-8)
     pg = -(mask * logp_a * adv).sum() / n
     bl = 0.5 * (mask * (ret - values[:-1]) ** 2).sum() / n
     h = (mask * ent).sum() / n
@@ -59,14 +63,16 @@ def _numpy_loss(batch, values, logits, lam, baseline_cost, beta):
     ("discount", 0.0), ("gae_lambda", 1.5), ("learning_rate", -1.0), ("optimizer", "sgd"),
     ("entropy_cost", -0.1), ("entropy_cost_end", float("nan")), ("max_grad_norm", -1.0),
     ("reward_clipping", "abs_two"), ("rmsprop_decay", 1.0), ("max_nonfinite_updates", 0),
+    ("normalize_advantages", 1),
 ])  # fmt: skip
 def test_bad_config_value_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         A2CConfig(**{field: value})
 
 
+@pytest.mark.parametrize("normalize", [False, True])
 @pytest.mark.parametrize("lam", [1.0, 0.8])
-def test_loss_matches_numpy_reference(rng, lam):
+def test_loss_matches_numpy_reference(rng, lam, normalize):
     batch = _batch(rng, truncate=[(0, 2)], terminate=[(1, 3)])
     net = _network()
     inputs = NetInputs(*(batch[k] for k in ("observation", "first", "prev_action", "prev_reward")))
@@ -74,11 +80,13 @@ def test_loss_matches_numpy_reference(rng, lam):
     values, logits = out.value.numpy(), out.policy["logits"].numpy()[:-1]
     config = A2CConfig(
         discount=GAMMA, gae_lambda=lam, baseline_cost=0.7, value_target="lambda",
-        loss_reduction="mean",
+        loss_reduction="mean", normalize_advantages=normalize,
     )  # fmt: skip
     t, b = batch["reward"].shape
     loss, metrics = a2c_loss(net, config, batch, 0.3, 1.0 / (t * b))
-    expected, ret, pg, bl, h = _numpy_loss(batch, values, logits, lam, 0.7, 0.3)
+    expected, ret, pg, bl, h = _numpy_loss(batch, values, logits, lam, 0.7, 0.3, normalize)
+    if normalize:  # the raw advantages' policy term differs
+        assert abs(_numpy_loss(batch, values, logits, lam, 0.7, 0.3)[2] - pg) > 1e-3
     np.testing.assert_allclose(float(loss), expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(float(metrics["pg_loss"]), pg, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(float(metrics["baseline_loss"]), bl, rtol=1e-5, atol=1e-6)

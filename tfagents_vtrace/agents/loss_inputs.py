@@ -17,6 +17,15 @@ REWARD_CLIPPING = ("none", "abs_one", "soft_asymmetric")
 VALID_FRACTION = "valid_fraction"  # the unmasked share of the batch, summed over replicas
 
 
+def normalize_advantages(adv: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+    """``(adv - mean) / (std + 1e-8)`` over the entries where ``mask`` is 1 (stop-gradient;
+    per replica under a distribution strategy)."""
+    count = tf.maximum(tf.reduce_sum(mask), 1.0)
+    mean = tf.reduce_sum(mask * adv) / count
+    var = tf.reduce_sum(mask * tf.square(adv - mean)) / count
+    return tf.stop_gradient((adv - mean) / (tf.sqrt(var) + 1e-8))
+
+
 def divide_by_valid(metrics: dict, keys) -> None:
     """Turns the ``keys`` of replica-summed loss metrics (sums over ``[T, B]`` times ``1 / (T
     * global_B)``) into means over the unmasked steps, and drops ``valid_fraction`` (the same

@@ -18,6 +18,7 @@ import dataclasses
 
 from tfagents_vtrace.agents.learner_config import (
     ActorCriticConfig,
+    check_bool,
     check_choice,
     check_number,
     check_positive,
@@ -46,6 +47,10 @@ class A2CConfig(ActorCriticConfig):
     meta-RL fork's, and Mnih et al.'s accumulated gradients) or "mean" (OpenAI Baselines'
     A2C). With "sum" the gradient grows with ``T * num_envs``, which matters for
     ``max_grad_norm``, RMSProp/Adam epsilon and SGD learning rates."""
+    normalize_advantages: bool = False
+    """Normalise the policy-gradient advantages of each update to mean 0 and std 1 over the
+    unmasked steps (per replica under a distribution strategy), as Stable-Baselines3's
+    ``normalize_advantage``; the value targets are unchanged."""
     policy_mean_cost: float = 0.0
     """Weight (>= 0) of a penalty ``0.5 * sum_a loc_a^2`` on the Gaussian policy's mean
     (for "tanh_gaussian" the pre-tanh mean), reduced over the unroll as the other loss
@@ -62,4 +67,5 @@ class A2CConfig(ActorCriticConfig):
         check_number("gae_lambda", self.gae_lambda, 0.0, 1.0, False, False)
         check_choice("value_target", self.value_target, VALUE_TARGETS)
         check_choice("loss_reduction", self.loss_reduction, LOSS_REDUCTIONS)
+        check_bool("normalize_advantages", self.normalize_advantages)
         check_positive("policy_mean_cost", self.policy_mean_cost, allow_zero=True)

@@ -55,6 +55,7 @@ from tfagents_vtrace.agents.loss_inputs import (
     VALID_FRACTION,
     divide_by_valid,
     episode_targets,
+    normalize_advantages,
     policy_terms,
 )
 from tfagents_vtrace.networks import NetInputs
@@ -119,7 +120,10 @@ def a2c_loss(
         ).returns
     policy = {k: v[:-1] for k, v in out.policy.items()}
     log_prob, log_rho, entropy = policy_terms(network, policy, batch["policy"], batch["action"])
-    pg_loss = -tf.reduce_sum(mask * log_prob * gae.advantages) * scale
+    advantages = gae.advantages
+    if config.normalize_advantages:
+        advantages = normalize_advantages(advantages, mask)
+    pg_loss = -tf.reduce_sum(mask * log_prob * advantages) * scale
     baseline_loss = 0.5 * tf.reduce_sum(mask * tf.square(value_targets - values[:-1])) * scale
     entropy_sum = tf.reduce_sum(mask * entropy) * scale
     entropy_coef = tf.cast(entropy_coef, tf.float32)

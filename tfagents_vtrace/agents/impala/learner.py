@@ -158,7 +158,7 @@ def _combine(
     mask, vt = terms.mask, terms.vtrace
     adv = vt.pg_advantages
     if config.normalize_advantages:
-        adv = _normalize(adv, mask)
+        adv = loss_inputs.normalize_advantages(adv, mask)
     metrics = {}
     if config.policy_loss == "clipped":
         ratio = tf.exp(terms.target_log_probs - old_log_prob)
@@ -200,14 +200,6 @@ def masked_means(metrics: dict) -> None:
     metrics into means over the valid (unmasked) steps, and drops ``valid_fraction``; in
     place (:func:`~tfagents_vtrace.agents.loss_inputs.divide_by_valid`)."""
     loss_inputs.divide_by_valid(metrics, ("mean_rho", "clip_fraction"))
-
-
-def _normalize(adv: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
-    """``(adv - mean) / (std + 1e-8)`` over the entries where ``mask`` is 1 (stop-gradient)."""
-    count = tf.maximum(tf.reduce_sum(mask), 1.0)
-    mean = tf.reduce_sum(mask * adv) / count
-    var = tf.reduce_sum(mask * tf.square(adv - mean)) / count
-    return tf.stop_gradient((adv - mean) / (tf.sqrt(var) + 1e-8))
 
 
 def _behaviour_kl(network, behaviour: dict, target: dict) -> tf.Tensor:
