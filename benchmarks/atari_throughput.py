@@ -18,6 +18,8 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
   paper's one-SGD-step IMPALA on the Nature CNN; its actors and unroll length), read from
   the final JSON line's ``train_sps`` (steps / seconds of the training loop: no imports, no
   final evaluation).
+* ``pong``: the same with ``impala_atari_pong.cfg`` (the small CNN with sample reuse, the
+  config that solves Pong on a CPU; it ships 16 environments: give ``--num_envs=16``).
 * ``resnet_lstm``: the same with ``impala_atari_pong_resnet_lstm_gpu.cfg``;
   ``resnet_lstm_xla_f32`` adds ``--jit_compile --cnn_compute_dtype=float32``, the settings
   that file had until 2026-11-26 (XLA, float32; about 90 steps/s then): the reference its
@@ -64,6 +66,7 @@ sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar packag
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {  # system: (flagfile, extra flags)
     "ours": ("impala_atari_pong_nature_cnn.cfg", ()),
+    "pong": ("impala_atari_pong.cfg", ()),
     "resnet_lstm": ("impala_atari_pong_resnet_lstm_gpu.cfg", ()),
     "resnet_lstm_xla_f32": (
         "impala_atari_pong_resnet_lstm_gpu.cfg",
@@ -71,7 +74,7 @@ CONFIGS = {  # system: (flagfile, extra flags)
     ),
 }
 RESNET = ("resnet_lstm", "resnet_lstm_xla_f32", "baseline")
-NEEDS = {"ours": ("ale_py", "cv2"), "resnet_lstm": ("ale_py", "cv2"),
+NEEDS = {"ours": ("ale_py", "cv2"), "pong": ("ale_py", "cv2"), "resnet_lstm": ("ale_py", "cv2"),
          "resnet_lstm_xla_f32": ("ale_py", "cv2"), "baseline": ("ale_py", "cv2"),
          "sb3_a2c": ("ale_py", "cv2", "torch", "stable_baselines3")}  # fmt: skip
 
