@@ -34,9 +34,10 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
   (``make_atari_env`` + ``VecFrameStack(4)``, n_steps 5, RMSProp) on CPU with
   ``torch.set_num_threads(k)``; steps / seconds of ``model.learn`` (bench extra).
 
-Every round also measures the env-only ceiling (``--env_worker``: the project's vector env of
-``--num_envs`` Pong environments, as the configs make them, stepped with random actions for
-``--ceiling_steps``, no network): the table states each system's throughput as a fraction of it. The
+Every round also measures the env-only ceiling (``benchmarks/ceiling.py`` in a fresh process:
+the project's vector env of ``--num_envs`` Pong environments, as the configs make them, stepped
+with random actions for ``--ceiling_steps``, no network): the table states each system's
+throughput as a fraction of it. The
 first line names the machine (CPU model, cores, avx2 / avx512f / avx512_bf16 / amx_bf16, what
 ``--cnn_compute_dtype=auto`` resolves to: ``benchmarks/machine.py``).
 
@@ -59,6 +60,7 @@ import tempfile  # noqa: E402
 
 _BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _BENCH)
+from ceiling import format_fraction, fraction, measure_subprocess  # noqa: E402
 from machine import machine_info, machine_line  # noqa: E402
 
 sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
@@ -103,30 +105,9 @@ def sb3_worker(args: argparse.Namespace) -> None:
                       "torch_threads": torch.get_num_threads()}), flush=True)  # fmt: skip
 
 
-def env_worker(args: argparse.Namespace) -> None:
-    """Steps the project's vector env of ``--num_envs`` environments ``--steps`` agent steps
-    with random actions (the env-only ceiling); prints one JSON line."""
-    import numpy as np
-
-    from tfagents_vtrace.envs import make_vector_env
-
-    env = make_vector_env(args.env, args.num_envs, seed=0)
-    rng = np.random.default_rng(0)
-    env.reset(seed=0)
-    n, steps = env.action_space.shape[0], 0
-    start = time.time()
-    while steps < args.steps:
-        env.step(rng.integers(0, env.single_action_space.n, n))
-        steps += n
-    seconds = time.time() - start
-    env.close()
-    print(json.dumps({"final": True, "step": steps, "train_sps": steps / seconds}), flush=True)
-
-
 def run_ceiling(args: argparse.Namespace) -> float:
-    cmd = [sys.executable, os.path.abspath(__file__), "--env_worker", f"--env={args.env}",
-           f"--steps={args.ceiling_steps}", f"--num_envs={args.num_envs}"]  # fmt: skip
-    return _run(cmd)["train_sps"]
+    """The env-only ceiling: ``--num_envs`` of ``--env`` stepped alone (benchmarks/ceiling.py)."""
+    return measure_subprocess(args.env, args.num_envs, args.ceiling_steps)["sps"]
 
 
 def _last_json(stdout: str) -> dict:
@@ -198,10 +179,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="flagfile of the baseline system, relative to --baseline_tree",
     )
     p.add_argument("--sb3_worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--env_worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.env_worker:
-        return args
     if args.sb3_worker:
         args.torch_threads = int(args.torch_threads)
         return args
@@ -235,9 +213,6 @@ def main(argv=None) -> None:
     if args.sb3_worker:
         sb3_worker(args)
         return
-    if args.env_worker:
-        env_worker(args)
-        return
     print(machine_line(), flush=True)
     names = ["env_only"] + [s for s in args.systems if s != "sb3_a2c"]
     if "sb3_a2c" in args.systems:
@@ -268,7 +243,7 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---|" + "---|" * len(refs))
     for name, median in medians.items():
         ratio = f"{median / best:.2f}x" if best else "-"
-        of_ceiling = f"{median / ceiling:.0%}" if ceiling else "-"
+        of_ceiling = format_fraction(fraction(median, ceiling))
         to_ref = "".join(
             f" {median / medians[r]:.2f}x |" if name in RESNET else " - |" for r in refs
         )

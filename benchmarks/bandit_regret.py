@@ -12,8 +12,9 @@ bandits are drawn with ``tfagents_vtrace.envs.EVAL_SEED`` (never a training seed
 agent meets the same problems and the same reward generator seed. ``--policy`` evaluates an
 exported SavedModel (DESIGN.md export contract; it sees the constant observation and is fed
 its previous action / reward, ``first`` at the first pull); it samples its actions unless
-``--policy_greedy``. Prints a markdown table (mean ± standard error after the last pull) and
-one JSON line, and writes a PNG of mean cumulative regret against the trial number.
+``--policy_greedy``. Prints the machine (``benchmarks/machine.py``), a markdown table (mean ±
+standard error after the last pull) and one JSON line, and writes a PNG of mean cumulative
+regret against the trial number.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BENCH = os.path.join(REPO, "benchmarks")
 sys.path[:0] = [REPO, _BENCH]
 import baselines  # noqa: E402
+from machine import machine_line  # noqa: E402
 
 # benchmarks/ leaves sys.path again: on it, benchmarks/minatar.py shadows the minatar package.
 sys.path.remove(_BENCH)
@@ -112,6 +114,7 @@ def main() -> None:
     for env_id in env_ids:
         if env_id not in BANDIT_IDS:
             parser.error(f"--envs: {env_id!r} is not one of {list(BANDIT_IDS)}")
+    print(machine_line(), flush=True)
     start = time.time()
     results: dict[str, dict[str, np.ndarray]] = {}
     for env_id in env_ids:

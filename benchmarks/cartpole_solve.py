@@ -22,9 +22,15 @@ https://arxiv.org/abs/1602.01783 (A2C/A3C); Espeholt et al., "IMPALA", 2018, htt
 a system ``AGENT+LABEL`` of ours (the agent's flagfile, then FLAGS), which takes its turn
 with the others on every seed, so settings are compared within one invocation.
 
-Prints every run, the median time-to-solve per system, the ratio to SB3 A2C, the runs'
-steps/s to solve, and (unless ``--throughput_steps=0``) a no-evaluation training throughput
-for each side. The last line is JSON.
+Prints the machine first (``benchmarks/machine.py``: CPU model, cores, ISA flags), then
+every run, the median time-to-solve per system, the ratio to SB3 A2C, the runs' steps/s to
+solve, and (unless ``--throughput_steps=0``) a no-evaluation training throughput for each
+side, as a fraction of the env-only ceiling measured just before the throughput runs
+(``benchmarks/ceiling.py``, ``--ceiling_steps`` agent steps and at least a second in a fresh
+process: the project's vector env of as many CartPole-v1 environments as the system steps,
+ours its flagfile's ``--num_envs`` x ``--num_actors`` after the extra and variant flags, SB3
+its 8, stepped with random actions, no network; an ``env_only`` row each). The last line is
+JSON.
 
 The SB3 side needs the ``bench`` extra (torch, stable-baselines3): without it the script stops
 at once with one line on stderr and exit code 2 unless ``--no-sb3`` is given. Run directories
@@ -47,8 +53,16 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+import ceiling  # noqa: E402
+from machine import machine_info, machine_line  # noqa: E402
+
+sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SB3 = "sb3_a2c"
+SB3_ENVS = 8  # make_vec_env's environments of the SB3 worker
 SOLVE_RETURN = 475.0
 SB3_PEERS = ("torch", "stable_baselines3")  # the `bench` extra
 
@@ -101,7 +115,7 @@ def sb3_worker(args: argparse.Namespace) -> None:
                 return False
             return True
 
-    env = make_vec_env("CartPole-v1", n_envs=8, seed=args.seed)
+    env = make_vec_env("CartPole-v1", n_envs=SB3_ENVS, seed=args.seed)
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     model = A2C("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
@@ -230,6 +244,12 @@ def main() -> None:
     p.add_argument("--eval_episodes", type=int, default=20)
     p.add_argument("--stop_return", type=float, default=SOLVE_RETURN)
     p.add_argument("--throughput_steps", type=int, default=100_000)
+    p.add_argument(
+        "--ceiling_steps",
+        type=int,
+        default=100_000,
+        help="agent steps of each env-only ceiling beside the throughput runs (0: none)",
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     p.add_argument("--sb3", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument(
@@ -278,6 +298,16 @@ def main() -> None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def ceiling_spec(system: str, args: argparse.Namespace) -> dict:
+    """The environments ``system`` steps (:func:`ceiling.run_envs`'s dict): ours, its agent's
+    flagfile with ``--extra_flags`` and the variant's flags; SB3, its 8 environments."""
+    if system == SB3:
+        return {"env_id": "CartPole-v1", "num_envs": SB3_ENVS, "mode": "auto", "env_kwargs": {}}
+    path = os.path.join(REPO, "experiments", "configs", f"{system.split('+')[0]}_cartpole.cfg")
+    extra = shlex.split(args.extra_flags) + shlex.split(args.variants.get(system, ""))
+    return ceiling.run_envs(path, extra)
+
+
 def run_all(args: argparse.Namespace, workdir: str) -> None:
     """The interleaved time-to-solve runs, the throughput runs and the tables, in ``workdir``."""
     agents = [a for a in args.agents.split(",") if a] + list(args.variants)
@@ -285,6 +315,7 @@ def run_all(args: argparse.Namespace, workdir: str) -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     records: dict[str, list[dict]] = {s: [] for s in systems}
     header = f"greedy {args.eval_episodes}-episode eval every {args.eval_every} steps"
+    print(machine_line(), flush=True)
     print(f"CartPole-v1 time-to-solve ({header} >= {args.stop_return}), runs in {workdir}")
     print("| system | seed | solved | time-to-solve (s) | steps to solve | steps/s to solve |")
     print("|---|---|---|---|---|---|", flush=True)
@@ -302,21 +333,36 @@ def run_all(args: argparse.Namespace, workdir: str) -> None:
             print("| " + " | ".join(map(str, cells)) + " |", flush=True)
             if rec.get("error"):
                 print(f"    {system} seed {seed} rc={rec['rc']}: {rec['error']}", flush=True)
-    throughput = {}
+    throughput, of_ceiling = {}, {}
+    ceilings = ceiling.Ceilings(args.ceiling_steps if args.throughput_steps else 0)
     if args.throughput_steps:
+        specs = {system: ceiling_spec(system, args) for system in systems}
+        for spec in specs.values():  # the env-only ceilings, beside the throughput runs
+            if ceiling.label(spec) in ceilings.specs:
+                continue
+            if ceilings.measure(spec) is None and ceilings.last_error(spec):
+                print(f"    env-only ceiling {ceiling.label(spec)}: {ceilings.last_error(spec)}")
         for system in systems:  # no-eval training throughput, one run each
             logdir = os.path.join(workdir, f"{system}_throughput")
             runner = run_sb3 if system == SB3 else (lambda *a, s=system: run_ours(s, *a))
             throughput[system] = runner(seeds[0], logdir, args, False)["train_sps"]
+            top = ceilings.median(specs[system])
+            of_ceiling[system] = ceiling.fraction(throughput[system], top)
     medians = {s: _median_time(records[s]) for s in systems}
     ref = medians.get(SB3)
     print("\n| system | median time-to-solve (s) | SB3 median / this median | solved "
-          "| train steps/s (no eval) |\n|---|---|---|---|---|")  # fmt: skip
+          "| train steps/s (no eval) | of env-only ceiling |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    env_only = ceilings.summary()
+    for key, c in env_only.items():
+        name = "env_only " + key
+        print(f"| {name} | - | - | - | {_fmt(c['median'], '.0f')} | - |")
     for s in systems:
         ratio = f"{ref / medians[s]:.2f}x" if ref and medians[s] else "-"
         solved = sum(r["solved"] for r in records[s])
         cells = [s, _fmt(medians[s]), ratio, f"{solved}/{len(seeds)}"]
         cells.append(_fmt(throughput.get(s), ".0f"))
+        cells.append(ceiling.format_fraction(of_ceiling.get(s)))
         print("| " + " | ".join(cells) + " |")
     if args.plot:
         from experiments.plot import plot_runs
@@ -325,7 +371,9 @@ def run_all(args: argparse.Namespace, workdir: str) -> None:
         if dirs:
             plot_runs(dirs, args.plot, title="CartPole-v1: ours vs SB3 A2C")
             print(f"wrote {args.plot}")
-    print(json.dumps({"medians": medians, "throughput": throughput, "runs": records}))
+    print(json.dumps({"medians": medians, "throughput": throughput, "runs": records,
+                      "throughput_of_ceiling": of_ceiling, "env_only_ceiling": env_only,
+                      "ceiling_steps": ceilings.steps, "machine": machine_info()}))  # fmt: skip
 
 
 if __name__ == "__main__":

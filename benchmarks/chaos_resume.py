@@ -14,11 +14,12 @@ directory (exit code, strict ``final.json`` at the requested step, strict ``metr
 with steps strictly increasing and counters never going backwards, no temporary files, the
 exported policy loads with plain TensorFlow and acts, no traceback from any start).
 
-Prints one line per start, then a table: agent, kills, re-runs, final step, final
-eval_return, wall time, where the kills landed, and every failed check; notes list what the
-checks do not fail on (checkpoints moved to ``damaged/``, warnings, how many checkpoints and
-replay archives the directory holds). The last line is JSON. Exit code 1 when a check failed.
-Run directories and each start's stdout/stderr stay in ``--workdir/<agent>/``.
+Prints the machine (``benchmarks/machine.py``), one line per start, then a table: agent,
+kills, re-runs, final step, final eval_return, wall time, where the kills landed, and every
+failed check; notes list what the checks do not fail on (checkpoints moved to ``damaged/``,
+warnings, how many checkpoints and replay archives the directory holds). The last line is
+JSON. Exit code 1 when a check failed. Run directories and each start's stdout/stderr stay
+in ``--workdir/<agent>/``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # policy_acts imports TensorFlow here
 
 import chaos_lib  # noqa: E402
+from machine import machine_line  # noqa: E402
 
 
 def _notes(campaign: chaos_lib.Campaign) -> list[str]:
@@ -63,6 +65,7 @@ def main() -> int:
     unknown = [a for a in agents if a not in cases]
     if unknown or args.kills < 0:
         parser.error(f"--agents: choose from {sorted(cases)}" if unknown else "--kills: >= 0")
+    print(machine_line(), flush=True)
     results = []
     for agent in agents:
         case, root = cases[agent], os.path.join(args.workdir, agent)

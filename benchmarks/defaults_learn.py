@@ -14,7 +14,8 @@ Environments: ``cartpole`` (CartPole-v1, target 475) and the four small tasks of
 ``tests/user_envs.py`` (``corridor``, ``grid_dict``, ``point``, ``pairs``), whose target is
 80% of the way from the uniform random policy's return to the scripted policy's. Prints one
 row per run (agent, env, seed, steps to the first greedy evaluation >= target, the best
-greedy return, the random and the target return, wall seconds) and a last JSON line.
+greedy return, the random and the target return, wall seconds) and a last JSON line, after
+a first line naming the machine (``benchmarks/machine.py``: CPU model, cores, ISA flags).
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+from machine import machine_line  # noqa: E402
+
+sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
 
 ENVS = ("cartpole", "corridor", "grid_dict", "point", "pairs")
 CARTPOLE_RANDOM, CARTPOLE_TARGET = 22.0, 475.0
@@ -110,6 +116,7 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--workdir", default=None)
     args = p.parse_args()
+    print(machine_line(), flush=True)
     args.workdir = args.workdir or tempfile.mkdtemp(prefix="defaults_learn_")
     settings = {k: parse_value(v) for k, _, v in (s.partition("=") for s in args.set)}
     seeds = [int(s) for s in args.seeds.split(",")]

@@ -8,7 +8,8 @@ computation in every runtime, the sampling step with explicit noise (the SavedMo
 ``action_from_noise``, LiteRT's ``action``, the ONNX graph), through
 ``tfagents_vtrace.export_parity``'s runners. Runtimes are interleaved round by round so load
 from other processes hits them alike; the table prints the median step time over all rounds
-and its ratio to the SavedModel's, then one JSON line. ONNX Runtime is skipped when the
+and its ratio to the SavedModel's, then one JSON line; the machine (``benchmarks/machine.py``:
+CPU model, cores, ISA flags) is the first line. ONNX Runtime is skipped when the
 ``onnx`` extra is not installed (LiteRT needs the ``litert`` extra).
 
     python benchmarks/export_latency.py [--rounds=7] [--steps=300] [--threads=1]
@@ -21,10 +22,16 @@ import importlib.util
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+from machine import machine_info, machine_line  # noqa: E402
+
+sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
@@ -93,6 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     if importlib.util.find_spec("ai_edge_litert") is None:
         raise SystemExit("error: LiteRT needs the litert extra: pip install '.[litert]'")
+    print(machine_line(), flush=True)
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -120,7 +128,8 @@ def main() -> None:
             ratio = row["ratio_to_saved_model"]
             print(f"{name:11s} {runtime:12s} {row['median_us']:10.1f} {ratio:13.3f}x")
     print(json.dumps({"batch_size": 1, "threads": args.threads, "rounds": args.rounds,
-                      "steps": args.steps, "results": results}))  # fmt: skip
+                      "steps": args.steps, "results": results,
+                      "machine": machine_info()}))  # fmt: skip
 
 
 if __name__ == "__main__":

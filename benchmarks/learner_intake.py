@@ -18,7 +18,11 @@ update, publish the new weights) fed three ways:
 * ``c`` ray: the same pool over real ``ActorHost`` processes (``--backend=ray``: own
   network and environments).
 
-``b`` and ``c`` run with each count of ``--actors``. Two more kinds of measurement give the
+``b`` and ``c`` run with each count of ``--actors``. ``e``, the env-only ceiling
+(``benchmarks/ceiling.py``'s ``measure`` in this process, for ``--seconds``): the flagfile's
+vector env of one actor (``make_vector_env`` with its ``--num_envs``, mode and settings, the
+stub env where Pong is stubbed) stepped with random actions, no network; every row is also
+given as a fraction of it (``of e``). Two more kinds of measurement give the
 sizing terms without a learner (the unrolls are taken and dropped; a new weights version is
 published every ``batch_unrolls`` of them, as in training): ``t`` (stub actors, each count
 of ``--actors``: what Ray's transport delivers at most) and ``r1`` (one real actor: one
@@ -60,6 +64,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 _BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _BENCH)
+import ceiling as env_ceiling  # noqa: E402
 from machine import machine_info, machine_line  # noqa: E402
 
 sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
@@ -277,8 +282,16 @@ class Bench:
 
     def measure(self, mode: str, actors: int) -> tuple[float, float]:
         """``(agent steps/s, learner-thread ms waiting per unroll)`` of one window of
-        ``mode``: "a" (memory), "b" / "t" (stub actors with / without the learner), "c" /
-        "r" (real actors with / without it), over ``actors`` Ray actors."""
+        ``mode``: "a" (memory), "e" (one actor's environments alone: the env-only ceiling),
+        "b" / "t" (stub actors with / without the learner), "c" / "r" (real actors with /
+        without it), over ``actors`` Ray actors."""
+        if mode == "e":
+            run = self.run
+            result = env_ceiling.measure(
+                run.env_id, run.num_envs, 1, mode=run.env_mode, env_kwargs=run.env_kwargs,
+                seconds=self.args.seconds,
+            )  # fmt: skip
+            return result["sps"], 0.0
         self.learner.network.set_weights(self.initial_weights)  # no drift across windows
         if mode == "a":
             batches = iter(self.batches * 10**6)
@@ -340,7 +353,8 @@ def _leaves(nest):
 
 
 # ---------------------------------------------------------------------------- report
-ROWS = (("a", "memory: the learner's ceiling"), ("t", "stub actors, no learner"),
+ROWS = (("a", "memory: the learner's ceiling"), ("e", "env only: one actor's envs"),
+        ("t", "stub actors, no learner"),
         ("r", "real actor, no learner"), ("b", "stub actors + learner"),
         ("c", "real actors + learner"))  # fmt: skip
 
@@ -368,6 +382,8 @@ def summarize(bench: Bench, runs: dict, waits: dict, actors: list[int]) -> dict:
         "transport_ceiling_unrolls_per_s": {
             n: med[f"t{n}"] / bench.steps_per_unroll for n in actors
         },
+        "env_only_ceiling": med["e"],
+        "of_env_only": {key: env_ceiling.fraction(value, med["e"]) for key, value in med.items()},
         "actors_to_saturate_estimate": a / r1,
         "serial_bound_one_actor": 1.0 / (1.0 / a + 1.0 / r1),
         "overlapped_bound_one_actor": min(a, r1),
@@ -379,18 +395,19 @@ def summarize(bench: Bench, runs: dict, waits: dict, actors: list[int]) -> dict:
 def print_table(name: str, s: dict, actors: list[int]) -> None:
     med, ms, wait = s["medians"], s["ms_per_unroll"], s["learner_wait_ms_per_unroll"]
     print(
-        f"| {name} | actors | median agent steps/s | of a | ms per unroll | transport ms "
-        "per unroll (b - a) | learner waits ms per unroll | runs |"
+        f"| {name} | actors | median agent steps/s | of a | of e | ms per unroll | transport "
+        "ms per unroll (b - a) | learner waits ms per unroll | runs |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for mode, what in ROWS:
-        for n in ("",) if mode == "a" else (1,) if mode == "r" else actors:
+        for n in ("",) if mode in "ae" else (1,) if mode == "r" else actors:
             key = f"{mode}{n}"
             transport = f"{s['transport_ms_per_unroll'][n]:.2f}" if mode == "b" else "-"
             waits = f"{wait[key]:.2f}" if mode in "abc" else "-"
+            of_e = env_ceiling.format_fraction(s["of_env_only"][key])
             print(
                 f"| {key}: {what} | {n or '-'} | {med[key]:,.0f} | {med[key] / med['a']:.2f} "
-                f"| {ms[key]:.2f} | {transport} | {waits} | {len(s['runs'][key])} |"
+                f"| {of_e} | {ms[key]:.2f} | {transport} | {waits} | {len(s['runs'][key])} |"
             )
 
 
@@ -412,7 +429,11 @@ def verdict(name: str, s: dict, actors: list[int], cores: int) -> str:
         f"actors; transport costs the learner {transport:.2f} ms per unroll (b - a, median "
         f"over actor counts). One real actor: c1 {med['c1']:,.0f} against "
         f"{s['serial_bound_one_actor']:,.0f} if acting and learning took turns and "
-        f"{s['overlapped_bound_one_actor']:,.0f} if they overlapped."
+        f"{s['overlapped_bound_one_actor']:,.0f} if they overlapped. One actor's environments "
+        f"alone, random actions and no network, step {med['e']:,.0f} agent steps/s (the "
+        f"env-only ceiling e): c at {counts} actors is "
+        + " / ".join(env_ceiling.format_fraction(s["of_env_only"][f"c{n}"]) for n in actors)
+        + " of it."
     )
     if s["actors_saturating_measured"] is not None:
         n = s["actors_saturating_measured"]
@@ -540,7 +561,7 @@ def main(argv=None) -> None:
             bench.start_actors(n_max, n_max)
             print(f"{name}: learner traced, unrolls recorded, {n_max} stub + {n_max} real Ray "
                   f"actors built in {time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
-            modes = [("a", 0), *(("t", n) for n in args.actors), ("r", 1)]
+            modes = [("a", 0), ("e", 0), *(("t", n) for n in args.actors), ("r", 1)]
             modes += [(m, n) for m in ("b", "c") for n in args.actors]
             runs: dict[str, list[float]] = {}
             waits: dict[str, list[float]] = {}

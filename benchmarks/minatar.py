@@ -3,7 +3,7 @@
     python benchmarks/minatar.py [--games=breakout,asterix,freeway,seaquest,space_invaders]
         [--seeds=0,1,2] [--sb3_seeds=0] [--systems=ours,sb3_ppo] [--total_steps=2000000]
         [--eval_every=100000] [--extra_flags="--num_actors=1"] [--plot=minatar.png]
-        [--workdir=DIR | --keep]
+        [--ceiling_steps=100000] [--workdir=DIR | --keep]
 
 The five MinAtar games (Young & Tian, "MinAtar: An Atari-Inspired Testbed for Thorough and
 Reproducible Reinforcement Learning Experiments", 2019, https://arxiv.org/abs/1903.03176),
@@ -34,6 +34,19 @@ experiments.evaluate --greedy`` / ``--nogreedy`` do, with one load for both; SB3
 ``evaluate_policy``, deterministic and not); the wall time from the training subprocess's
 start to the end of training, imports and the periodic evaluations included (ours: train's
 final ``wall_time``, which also covers its policy export); and steps/s = steps / wall time.
+
+The first line names the machine (``benchmarks/machine.py``: CPU model, cores, ISA flags).
+Before each seed's runs of a game, the env-only ceiling of the environments each system
+steps is measured (``benchmarks/ceiling.py`` in a fresh process: the project's vector env,
+``make_vector_env`` as the actors build it, stepped ``--ceiling_steps`` agent steps and at
+least a second with random actions, no network; per game, as MinAtar games step at different
+rates): ours, the flagfile's ``--num_envs`` x ``--num_actors`` (after ``--extra_flags``),
+SB3, its 8 environments (the same vector env; SB3's own ``DummyVecEnv`` is not timed). Each
+is a row ``env_only xN`` of the per-run table, and every run's steps/s is also given as a
+fraction of the ceiling measured in its round (``of env-only ceiling``; the medians table:
+the median steps/s over the median ceiling), in the JSON too (per run ``env_only_sps`` and
+``of_ceiling``, per cell ``ceiling_sps`` and ``of_ceiling``, all measurements under
+``env_only_ceiling``). ``--ceiling_steps=0`` measures none.
 Prints one row per run, then one table with, per game and system, the medians over seeds,
 the SB3 median wall time over this system's, and the interquartile mean (IQM) of the greedy
 and of the sampled returns over seeds with its 95% percentile bootstrap confidence interval
@@ -79,11 +92,18 @@ if __name__ == "__main__":
     # `minatar` package: drop that entry before anything imports it.
     _HERE = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-_STATS_SPEC = importlib.util.spec_from_file_location(  # by path: benchmarks/ is not on sys.path
-    "minatar_seed_stats", os.path.join(REPO, "benchmarks", "seed_stats.py")
-)
-seed_stats = importlib.util.module_from_spec(_STATS_SPEC)
-_STATS_SPEC.loader.exec_module(seed_stats)
+
+
+def _load(name: str):
+    """``benchmarks/<name>.py``, loaded by path: benchmarks/ is not on sys.path."""
+    path = os.path.join(REPO, "benchmarks", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"minatar_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+seed_stats, ceiling, machine = _load("seed_stats"), _load("ceiling"), _load("machine")
 CONFIDENCE, BOOTSTRAP_REPS, BOOTSTRAP_SEED = 0.95, 2000, 0
 RETURNS = {"greedy": "greedy_return", "sampled": "sampled_return"}
 OURS, SB3 = "ours", "sb3_ppo"
@@ -96,6 +116,7 @@ GAMES = {  # --games name -> gymnasium id; the flagfile is impala_minatar_<name>
     "space_invaders": "MinAtar/SpaceInvaders-v1",
 }
 SB3_PEERS = ("torch", "stable_baselines3")  # the `bench` extra
+SB3_ENVS = 8  # make_vec_env's environments of the SB3 worker
 
 
 class UsageError(Exception):
@@ -163,7 +184,7 @@ def sb3_worker(args: argparse.Namespace) -> None:
                 self._row(eval_return=evaluate(self.model, args.eval_episodes, True))
             return True
 
-    env = make_vec_env(one_env, n_envs=8, seed=args.seed)
+    env = make_vec_env(one_env, n_envs=SB3_ENVS, seed=args.seed)
     model = PPO("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
     learn_start = time.time()
     model.learn(total_timesteps=args.total_steps, callback=GreedyEval())
@@ -303,15 +324,19 @@ def _median(records: list[dict], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def median_table(records: list[dict]) -> dict[str, dict[str, dict]]:
+def median_table(
+    records: list[dict], ceilings: dict[str, float | None] | None = None
+) -> dict[str, dict[str, dict]]:
     """game -> system -> medians over that system's runs of the game.
 
     Each cell holds ``runs``, ``ok`` (runs that gave a greedy return) and the medians of
     ``greedy_return``, ``sampled_return``, ``wall`` and ``sps`` (None when no run gave one),
     plus ``sb3_wall_ratio``: SB3's median wall time over this system's (None without both),
-    and for ``greedy`` and ``sampled``: ``<kind>_iqm``, the interquartile mean of those
+    for ``greedy`` and ``sampled``: ``<kind>_iqm``, the interquartile mean of those
     returns over the runs, and ``<kind>_iqm_ci``, its 95% bootstrap interval ``[low, high]``
-    (:mod:`seed_stats`; None when no run gave one).
+    (:mod:`seed_stats`; None when no run gave one), and ``ceiling_sps``: the median env-only
+    ceiling of the runs' environments (``ceilings``, by the records' ``ceiling`` label; None
+    without one) and ``of_ceiling``: the median ``sps`` as a fraction of it.
     """
     table: dict[str, dict[str, dict]] = {}
     for r in records:
@@ -330,6 +355,10 @@ def median_table(records: list[dict]) -> dict[str, dict[str, dict]]:
                 stats = _stats(values) if values else {}
                 cell[f"{kind}_iqm"] = stats.get("iqm")
                 cell[f"{kind}_iqm_ci"] = stats.get("iqm_ci")
+            labels = {r.get("ceiling") for r in runs}
+            label = labels.pop() if len(labels) == 1 else None
+            cell["ceiling_sps"] = (ceilings or {}).get(label) if label else None
+            cell["of_ceiling"] = ceiling.fraction(cell["sps"], cell["ceiling_sps"])
         ref = systems.get(SB3, {}).get("wall")
         for cell in systems.values():
             cell["sb3_wall_ratio"] = ref / cell["wall"] if ref and cell["wall"] else None
@@ -374,18 +403,32 @@ def _fmt(x, spec=".1f", none="-") -> str:
     return none if x is None else format(x, spec)
 
 
-def format_table(table: dict[str, dict[str, dict]]) -> str:
-    """The markdown table of :func:`median_table`."""
+def env_only_name(spec: dict) -> str:
+    """The system column of an env-only ceiling row: "env_only x16" (the game names the env)."""
+    return "env_only " + ceiling.label(spec).split(" ", 1)[1]
+
+
+def format_table(
+    table: dict[str, dict[str, dict]], env_only: dict[str, list[dict]] | None = None
+) -> str:
+    """The markdown table of :func:`median_table`; each game's env-only ceilings first
+    (``env_only``: game -> ``{"name", "ok", "runs", "sps"}`` rows)."""
     lines = [
         "| game | system | runs | greedy return | sampled return | wall (s) | steps/s "
-        "| SB3 wall / this wall | greedy IQM [95% CI] | sampled IQM [95% CI] |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| of env-only ceiling | SB3 wall / this wall | greedy IQM [95% CI] "
+        "| sampled IQM [95% CI] |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for game, systems in table.items():
+        for row in (env_only or {}).get(game, []):
+            cells = [game, row["name"], f"{row['ok']}/{row['runs']}", "-", "-", "-"]
+            cells += [_fmt(row["sps"], ".0f"), "-", "-", "-", "-"]
+            lines.append("| " + " | ".join(cells) + " |")
         for system, c in systems.items():
             ratio = _fmt(c["sb3_wall_ratio"], ".2f")
             cells = [game, system, f"{c['ok']}/{c['runs']}", _fmt(c["greedy_return"], ".2f")]
             cells += [_fmt(c["sampled_return"], ".2f"), _fmt(c["wall"]), _fmt(c["sps"], ".0f")]
+            cells.append(ceiling.format_fraction(c.get("of_ceiling")))
             cells.append(ratio if ratio == "-" else ratio + "x")
             for kind in RETURNS:
                 cells.append(seed_stats.format_ci(c[f"{kind}_iqm"], c[f"{kind}_iqm_ci"]))
@@ -511,8 +554,9 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], list[str], list[int
     for flag in ("total_steps", "eval_episodes", "final_episodes"):
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag}: expected >= 1, received {getattr(args, flag)}")
-    if args.eval_every < 0:
-        raise UsageError(f"--eval_every: expected >= 0, received {args.eval_every}")
+    for flag in ("eval_every", "ceiling_steps"):
+        if getattr(args, flag) < 0:
+            raise UsageError(f"--{flag}: expected >= 0, received {getattr(args, flag)}")
     if missing_modules(["minatar"]):
         raise UsageError("MinAtar not installed (no module minatar): install '.[minatar]'")
     if SB3 in systems:
@@ -541,6 +585,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--final_episodes", type=int, default=20, help="greedy and sampled, at the end")
     p.add_argument("--extra_flags", default="", help="appended to our experiments.train command")
     p.add_argument("--torch_threads", type=int, default=1, help="SB3's torch threads (0: default)")
+    p.add_argument(
+        "--ceiling_steps",
+        type=int,
+        default=100_000,
+        help="agent steps of each env-only ceiling measurement (0: none)",
+    )
     p.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds per subprocess")
     p.add_argument("--workdir", default=None, help="keep run dirs here (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (without --workdir)")
@@ -574,31 +624,79 @@ def main(argv=None) -> None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def ceiling_spec(game: str, system: str, args: argparse.Namespace) -> dict:
+    """The environments ``system`` steps in a run of ``game`` (:func:`ceiling.run_envs`'s
+    dict): ours, the game's flagfile with ``--extra_flags`` (``--num_envs`` x
+    ``--num_actors``); SB3, ``SB3_ENVS`` of the game's id."""
+    if system == SB3:
+        return {"env_id": GAMES[game], "num_envs": SB3_ENVS, "mode": "auto", "env_kwargs": {}}
+    return ceiling.run_envs(os.path.join(REPO, flagfile(game)), shlex.split(args.extra_flags))
+
+
+def measure_ceilings(game: str, seed: int, specs: list[dict], ceilings) -> dict:
+    """One round of the env-only ceilings of ``specs`` (each set of environments once), each
+    printed as a row of the per-run table; ``{label: sps or None}``."""
+    out: dict[str, float | None] = {}
+    for spec in specs:
+        key = ceiling.label(spec)
+        if key in out:
+            continue
+        result = ceilings.measure(spec)
+        out[key] = result["sps"] if result else None
+        if ceilings.steps < 1:
+            continue
+        seconds = result["seconds"] if result else None
+        cells = [game, env_only_name(spec), str(seed), "-", "-", _fmt(seconds)]
+        cells += [_fmt(out[key], ".0f"), "-"]
+        print("| " + " | ".join(cells) + " |", flush=True)
+        if result is None:
+            print(f"    {game} env-only ceiling {key}: {ceilings.last_error(spec)}")
+    return out
+
+
 def run_all(args, workdir: str, games, systems, seeds, sb3_seeds) -> None:
     """The interleaved runs, the table, the plot and the JSON line, in ``workdir``."""
+    print(machine.machine_line(), flush=True)
     print(f"MinAtar, {args.total_steps} env steps per run, runs in {workdir}")
-    print("| game | system | seed | greedy return | sampled return | wall (s) | steps/s |")
-    print("|---|---|---|---|---|---|---|", flush=True)
+    print("| game | system | seed | greedy return | sampled return | wall (s) | steps/s "
+          "| of env-only ceiling |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    ceilings = ceiling.Ceilings(args.ceiling_steps)
     records = []
     for game in games:
+        specs = {system: ceiling_spec(game, system, args) for system in systems}
         for seed in sorted(set(seeds) | set(sb3_seeds), key=(seeds + sb3_seeds).index):
-            for system in systems:  # interleaved: ours then SB3, seed by seed
-                if seed not in (sb3_seeds if system == SB3 else seeds):
-                    continue
+            # interleaved: ours then SB3, seed by seed, after this round's env-only ceilings
+            turn = [s for s in systems if seed in (sb3_seeds if s == SB3 else seeds)]
+            measured = measure_ceilings(game, seed, [specs[s] for s in turn], ceilings)
+            for system in turn:
                 logdir = os.path.join(workdir, f"{game}_{system}_seed{seed}")
                 runner = run_sb3 if system == SB3 else run_ours
                 rec = runner(game, seed, logdir, args)
+                rec["ceiling"] = ceiling.label(specs[system])
+                rec["env_only_sps"] = measured[rec["ceiling"]]
+                rec["of_ceiling"] = ceiling.fraction(rec["sps"], rec["env_only_sps"])
                 records.append(rec)
                 cells = [game, system, str(seed), _fmt(rec["greedy_return"], ".2f")]
                 cells += [_fmt(rec["sampled_return"], ".2f"), _fmt(rec["wall"])]
-                cells.append(_fmt(rec["sps"], ".0f"))
+                cells += [_fmt(rec["sps"], ".0f"), ceiling.format_fraction(rec["of_ceiling"])]
                 print("| " + " | ".join(cells) + " |", flush=True)
                 if rec.get("error"):
                     print(f"    {game} {system} seed {seed} rc={rec['rc']}: {rec['error']}")
-    table = median_table(records)
+    env_only = ceilings.summary()
+    table = median_table(records, {key: c["median"] for key, c in env_only.items()})
+    rows: dict[str, list[dict]] = {}
+    for game in games:
+        for c in env_only.values():
+            if c["env_id"] == GAMES[game]:
+                rows.setdefault(game, []).append({
+                    "name": env_only_name(c), "ok": len(c["runs"]),
+                    "runs": len(c["runs"]) + len(c["errors"]), "sps": c["median"],
+                })  # fmt: skip
     print(f"\nMedians over seeds (ours: {seeds}, SB3: {sb3_seeds}); returns over "
-          f"{args.final_episodes} episodes after training")  # fmt: skip
-    print(format_table(table), flush=True)
+          f"{args.final_episodes} episodes after training; env-only ceilings: "
+          f"{args.ceiling_steps} agent steps (at least 1 s) of random actions a round")  # fmt: skip
+    print(format_table(table, rows), flush=True)
     note = few_runs_note(table)
     if note:
         print(note)
@@ -612,6 +710,8 @@ def run_all(args, workdir: str, games, systems, seeds, sb3_seeds) -> None:
     summary = {"total_steps": args.total_steps, "games": games, "systems": systems}
     summary.update(seeds=seeds, sb3_seeds=sb3_seeds, medians=table, runs=records)
     summary.update(seed_stats=stats_by_system(records), seed_curves=curves, stats_note=note)
+    summary.update(ceiling_steps=args.ceiling_steps, env_only_ceiling=env_only)
+    summary.update(machine=machine.machine_info())
     print(json.dumps(summary), flush=True)
 
 

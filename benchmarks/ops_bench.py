@@ -16,7 +16,8 @@ and d/c. Synchronisation leaves the outputs where each framework computed them: 
 CPU returns when its outputs are written (eager execution is synchronous; the benchmark checks
 it) and jax waits in ``block_until_ready``. Neither side copies its outputs into new numpy
 arrays (``EagerTensor.numpy()`` copies; ``--copy_outputs`` adds that copy to the TF columns,
-about 0.5 ms per call at (100, 4096), to show the cost). Usage::
+about 0.5 ms per call at (100, 4096), to show the cost). The first line names the machine
+(``benchmarks/machine.py``: CPU model, cores, ISA flags). Usage::
 
     python benchmarks/ops_bench.py [--quick] [--samples N]
 """
@@ -31,6 +32,11 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+from machine import machine_line  # noqa: E402
+
+sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -177,6 +183,7 @@ def main(argv=None) -> None:
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     samples = args.samples or (5 if args.quick else 40)
     threads = args.threads or "default"
+    print(machine_line(), flush=True)
     print(
         f"tensorflow {tf.__version__}, threads {threads}, {samples} interleaved samples per column"
     )

@@ -43,10 +43,10 @@ that ``tfagents_vtrace`` was never imported) through the SavedModel's flat
 the structured ``policy.greedy_action(observation={...}, ...)`` call. ``tfv-evaluate
 --policy=LOGDIR/policy --env=heldout_envs:Id-v0 --episodes=20`` runs for comparison.
 
-Prints one row per run (env, path, seed, random, scripted, target, the best greedy
-evaluation during training, the training's final greedy evaluation, the plain-TF greedy
-return, tfv-evaluate's, PASS when the plain-TF return reaches the target), then a JSON line;
-exits 1 when a run fails.
+Prints the machine (``benchmarks/machine.py``), then one row per run (env, path, seed,
+random, scripted, target, the best greedy evaluation during training, the training's final
+greedy evaluation, the plain-TF greedy return, tfv-evaluate's, PASS when the plain-TF return
+reaches the target), then a JSON line; exits 1 when a run fails.
 """
 
 from __future__ import annotations
@@ -495,6 +495,11 @@ def main() -> int:
     if args.play:  # the plain-TF child
         print(json.dumps(play(args.play, args.play_env, args.play_episodes)))
         return 0
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    from machine import machine_line  # here: the --play child above imports nothing of ours
+
+    sys.path.pop(0)  # benchmarks/minatar.py would shadow the minatar package
+    print(machine_line(), flush=True)
     module_dir = tempfile.mkdtemp(prefix="heldout_envs_")
     if os.path.commonpath([module_dir, REPO]) == REPO:
         raise SystemExit(f"the env module must live outside the project ({module_dir})")

@@ -10,6 +10,14 @@ alike). Per run: the final greedy return, the step at which ``--stop_return`` wa
 (if the config sets one), the training steps/s, and a fingerprint of its ``metrics.jsonl``
 with the timing fields left out (``wall_time``, ``sps``, ``time_*``, ``bottleneck``).
 
+The first line names the machine (``benchmarks/machine.py``). Before each seed's runs the
+env-only ceiling is measured (``benchmarks/ceiling.py``, ``--ceiling_steps`` agent steps and
+at least a second in a fresh process: the project's vector env of the flagfile's
+environments, ``--num_envs`` x ``--num_actors`` after ``--extra_flags``, stepped with random
+actions, no network; an ``env_only`` row of the per-run table), and each run's steps/s and
+each mode's median are also given as a fraction of it (``of env-only ceiling``; the median
+over its measurements for the medians).
+
 Prints one row per run, then per mode and seed the spread across repeats (max - min of the
 final return and of the solving step) and whether the repeats' metrics were identical, then
 per mode the success rate (final return >= ``--threshold``, default the config's
@@ -35,6 +43,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+import ceiling  # noqa: E402
+from machine import machine_info, machine_line  # noqa: E402
+
+sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ("default", "deterministic")
@@ -106,8 +121,11 @@ def succeeded(record: dict, threshold: float | None) -> bool:
     return threshold is not None and (record["eval_return"] or -1e30) >= threshold
 
 
-def summarize(records: list[dict], threshold: float | None) -> dict:
-    """Per mode: per-seed spreads and identity, success rate, median steps/s; the cost."""
+def summarize(
+    records: list[dict], threshold: float | None, ceiling_sps: float | None = None
+) -> dict:
+    """Per mode: per-seed spreads and identity, success rate, median steps/s and its fraction
+    of ``ceiling_sps`` (the median env-only ceiling; None without one); the cost."""
     out: dict = {}
     for mode in MODES:
         mine = [r for r in records if r["mode"] == mode]
@@ -132,6 +150,7 @@ def summarize(records: list[dict], threshold: float | None) -> dict:
             "success_rate": len(ok) / len(mine) if scored else None,
             "median_sps": statistics.median(r["sps"] for r in mine),
         }
+        out[mode]["of_ceiling"] = ceiling.fraction(out[mode]["median_sps"], ceiling_sps)
     if len(out) == 2:
         out["deterministic_cost"] = (
             out["default"]["median_sps"] / out["deterministic"]["median_sps"]
@@ -150,6 +169,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workdir", default=None)
     p.add_argument("--keep", action="store_true")
     p.add_argument("--bandit_regret", action="store_true")
+    p.add_argument(
+        "--ceiling_steps",
+        type=int,
+        default=100_000,
+        help="agent steps of the env-only ceiling measured before each seed's runs (0: none)",
+    )
     args = p.parse_args(argv)
     if not os.path.isfile(args.flagfile):
         p.exit(2, f"error: --flagfile: no such file {args.flagfile!r}\n")
@@ -162,6 +187,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.exit(2, f"error: --modes: expected some of {MODES}, received {args.modes}\n")
     if args.repeats < 1 or not args.seeds:
         p.exit(2, "error: --repeats and --seeds: expected at least one\n")
+    if args.ceiling_steps < 0:
+        p.exit(2, f"error: --ceiling_steps: expected >= 0, received {args.ceiling_steps}\n")
     if args.threshold is None:
         stop = flagfile_value(args.flagfile, "stop_return")
         args.threshold = float(stop) if stop is not None else None
@@ -171,27 +198,43 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     args = parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="repeatability-")
+    print(machine_line(), flush=True)
+    spec = ceiling.run_envs(args.flagfile, shlex.split(args.extra_flags))
+    ceilings = ceiling.Ceilings(args.ceiling_steps)
     print(f"{args.flagfile}: seeds {args.seeds} x {args.repeats} repeats, modes {args.modes}, "
           f"threshold {args.threshold}, runs in {workdir}", flush=True)  # fmt: skip
-    print("| mode | seed | repeat | final return | solve step | steps/s | metrics | regret "
-          "(Thompson) |\n|---|---|---|---|---|---|---|---|", flush=True)  # fmt: skip
+    print("| mode | seed | repeat | final return | solve step | steps/s | of env-only ceiling "
+          "| metrics | regret (Thompson) |\n|---|---|---|---|---|---|---|---|---|",
+          flush=True)  # fmt: skip
     records = []
     try:
         for seed in args.seeds:
+            # the env-only ceiling of the run's environments, before each seed's runs
+            measured = ceilings.measure(spec)
+            top = measured["sps"] if measured else None
+            if ceilings.steps:
+                name = "env_only " + ceiling.label(spec)
+                rate = "-" if top is None else f"{top:.0f}"
+                print(f"| {name} | {seed} | - | - | - | {rate} | - | - | - |", flush=True)
+                if measured is None:
+                    print(f"    env-only ceiling: {ceilings.last_error(spec)}", flush=True)
             for repeat in range(args.repeats):
                 for mode in args.modes:
                     r = run_one(args, mode, seed, repeat, workdir)
+                    r["env_only_sps"] = top
+                    r["of_ceiling"] = ceiling.fraction(r["sps"], top)
                     records.append(r)
                     regret = f"{r['regret']} ({r['thompson']})" if "regret" in r else ""
+                    of = ceiling.format_fraction(r["of_ceiling"])
                     print(f"| {mode} | {seed} | {repeat} | {r['eval_return']} | "
-                          f"{r['solve_step']} | {r['sps']} | {r['fingerprint']} | {regret} |",
-                          flush=True)  # fmt: skip
+                          f"{r['solve_step']} | {r['sps']} | {of} | {r['fingerprint']} | "
+                          f"{regret} |", flush=True)  # fmt: skip
     finally:
         if not args.workdir and not args.keep:
             import shutil
 
             shutil.rmtree(workdir, ignore_errors=True)
-    summary = summarize(records, args.threshold)
+    summary = summarize(records, args.threshold, ceilings.median(spec))
     print("\n| mode | seed | final returns | spread | solve steps | spread | identical |")
     print("|---|---|---|---|---|---|---|")
     for mode in MODES:
@@ -201,10 +244,15 @@ def main(argv=None) -> None:
     for mode in MODES:
         if mode in summary:
             m = summary[mode]
-            print(f"{mode}: success rate {m['success_rate']}, median steps/s {m['median_sps']}")
+            of, top = ceiling.format_fraction(m["of_ceiling"]), ceilings.median(spec)
+            top = "-" if top is None else f"{top:.0f}"
+            print(f"{mode}: success rate {m['success_rate']}, median steps/s {m['median_sps']} "
+                  f"({of} of the env-only ceiling, median {top})")  # fmt: skip
     if "deterministic_cost" in summary:
         print(f"throughput cost of --deterministic: {summary['deterministic_cost']:.2f}x")
-    print(json.dumps({"records": records, "summary": summary}))
+    print(json.dumps({"records": records, "summary": summary, "machine": machine_info(),
+                      "ceiling_steps": ceilings.steps,
+                      "env_only_ceiling": ceilings.summary()}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ load drifts hit every system alike). Ours: ``experiments.train`` with
 ``--env=MountainCarContinuous-v0``, TAAC only). SAC: SB3 defaults (256x256, batch 256,
 automatic entropy, one update per step) with ``--sac_lr`` (RL-Zoo's 1e-3 for Pendulum), on
 CPU with ``--torch_threads`` threads. Both evaluate on separate environments every
-``--eval_every`` steps and at the end: TAAC epsilon-greedy (its config's ``epsilon_greedy``),
-SAC deterministic. Prints one row per run and the medians over seeds: final evaluation
-return, wall time, and TAAC's mean repeat length (environment steps per trajectory started,
-over the training rollouts after the random phase, and over the final evaluation).
+``--eval_every`` steps and at the end: TAAC epsilon-greedy (its config's
+``epsilon_greedy``), SAC deterministic. Prints the machine (``benchmarks/machine.py``), one
+row per run and the medians over seeds: final evaluation return, wall time, and TAAC's mean
+repeat length (environment steps per trajectory started, over the training rollouts after
+the random phase, and over the final evaluation).
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ import time
 
 START_TIME = time.time()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+from machine import machine_line  # noqa: E402
+
+sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
 CONFIGS = {
     ("taac", "Pendulum-v1"): "taac_pendulum.cfg",
     ("taacl", "Pendulum-v1"): "taacl_pendulum.cfg",
@@ -201,6 +207,7 @@ def main() -> None:
         return sac_worker(args)
     systems, seeds = args.systems.split(","), [int(s) for s in args.seeds.split(",")]
     records = []
+    print(machine_line(), flush=True)
     print("| system | seed | final eval return | wall s | repeat len (rollout / eval) |")
     print("|---|---|---|---|---|", flush=True)
     for seed in seeds:

@@ -53,11 +53,12 @@ def test_median_table_takes_medians_per_game_and_system_and_the_wall_ratio():
     assert lines[0].endswith("| greedy IQM [95% CI] | sampled IQM [95% CI] |")
     # IQM of 3 runs: their mean (scipy trim_mean(x, 0.25) drops floor(3 / 4) = 0 runs); its
     # 95% bootstrap CI over 3 runs spans them all (3 draws of the lowest: 1/27 > 2.5%).
-    assert lines[2] == ("| breakout | ours | 3/3 | 14.00 | 8.00 | 110.0 | 9 | 2.73x "
+    # no env-only ceiling given: its column says so
+    assert lines[2] == ("| breakout | ours | 3/3 | 14.00 | 8.00 | 110.0 | 9 | - | 2.73x "
                         "| 18.00 [10.00, 30.00] | 8.00 [7.00, 9.00] |")  # fmt: skip
-    assert lines[3] == ("| breakout | sb3_ppo | 1/1 | 4.00 | 5.00 | 300.0 | 3 | 1.00x "
+    assert lines[3] == ("| breakout | sb3_ppo | 1/1 | 4.00 | 5.00 | 300.0 | 3 | - | 1.00x "
                         "| 4.00 [4.00, 4.00] | 5.00 [5.00, 5.00] |")  # fmt: skip
-    assert lines[4] == ("| freeway | ours | 1/2 | 20.00 | 21.00 | 50.0 | 20 | - "
+    assert lines[4] == ("| freeway | ours | 1/2 | 20.00 | 21.00 | 50.0 | 20 | - | - "
                         "| 20.00 [20.00, 20.00] | 21.00 [21.00, 21.00] |")  # fmt: skip
     assert (ours["greedy_iqm"], ours["greedy_iqm_ci"]) == (18.0, [10.0, 30.0])
     assert (ours["sampled_iqm"], ours["sampled_iqm_ci"]) == (8.0, [7.0, 9.0])
@@ -73,9 +74,33 @@ def test_median_table_takes_medians_per_game_and_system_and_the_wall_ratio():
     assert (greedy["confidence"], greedy["reps"]) == (0.95, 2000)
 
 
-def test_runs_of_ours_and_the_peer_take_turns_seed_by_seed(monkeypatch, tmp_path):
+def test_the_median_table_states_each_system_as_a_fraction_of_its_env_only_ceiling():
+    bench = _bench()
+    records = [
+        _rec("breakout", "ours", 0, 1.0, 1.0, 10.0) | {"ceiling": "B x16"},  # 100 steps/s
+        _rec("breakout", "ours", 1, 1.0, 1.0, 5.0) | {"ceiling": "B x16"},  # 200 steps/s
+        _rec("breakout", "sb3_ppo", 0, 1.0, 1.0, 2.0) | {"ceiling": "B x8"},  # 500 steps/s
+    ]
+    table = bench.median_table(records, {"B x16": 10_000.0, "B x8": 4_000.0})
+    ours, sb3 = table["breakout"]["ours"], table["breakout"]["sb3_ppo"]
+    assert ours["ceiling_sps"] == 10_000.0 and ours["of_ceiling"] == pytest.approx(0.015)
+    assert sb3["ceiling_sps"] == 4_000.0 and sb3["of_ceiling"] == pytest.approx(0.125)
+    env_only = {"breakout": [{"name": "env_only x16", "ok": 2, "runs": 2, "sps": 10_000.0}]}
+    lines = bench.format_table(table, env_only).splitlines()
+    assert "| steps/s | of env-only ceiling | SB3 wall / this wall |" in lines[0]
+    assert lines[2] == "| breakout | env_only x16 | 2/2 | - | - | - | 10000 | - | - | - | - |"
+    assert lines[3].startswith("| breakout | ours | 2/2 | 1.00 | 1.00 | 7.5 | 150 | 1.5% | ")
+    assert lines[4].startswith("| breakout | sb3_ppo | 1/1 | 1.00 | 1.00 | 2.0 | 500 | 12% | ")
+
+
+def test_runs_of_ours_and_the_peer_take_turns_seed_by_seed(monkeypatch, tmp_path, capsys):
     bench = _bench()
     order = []
+
+    def ceiling(env_id, num_envs, steps, **kwargs):
+        order.append(("ceiling", env_id, num_envs))
+        return {"env_id": env_id, "num_envs": num_envs, "steps": steps, "seconds": 0.5,
+                "sps": 1000.0 * num_envs}  # fmt: skip
 
     def runner(system):
         def run(game, seed, logdir, args):
@@ -86,11 +111,24 @@ def test_runs_of_ours_and_the_peer_take_turns_seed_by_seed(monkeypatch, tmp_path
 
     monkeypatch.setattr(bench, "run_ours", runner("ours"))
     monkeypatch.setattr(bench, "run_sb3", runner("sb3_ppo"))
-    args = bench.parse_args(["--total_steps=10"])
+    monkeypatch.setattr(bench.ceiling, "measure_subprocess", ceiling)
+    args = bench.parse_args(["--total_steps=10", "--extra_flags=--num_envs=2 --num_actors=2"])
     bench.run_all(args, str(tmp_path), ["breakout"], ["ours", "sb3_ppo"], [0, 1, 2], [0, 1])
-    assert order == [("breakout", "ours", 0), ("breakout", "sb3_ppo", 0),
-                     ("breakout", "ours", 1), ("breakout", "sb3_ppo", 1),
-                     ("breakout", "ours", 2)]  # fmt: skip
+    # each seed's env-only ceilings first: ours 2 envs x 2 actors, SB3 its 8 (seeds 0, 1)
+    x4, x8 = ("ceiling", "MinAtar/Breakout-v1", 4), ("ceiling", "MinAtar/Breakout-v1", 8)
+    assert order == [x4, x8, ("breakout", "ours", 0), ("breakout", "sb3_ppo", 0),
+                     x4, x8, ("breakout", "ours", 1), ("breakout", "sb3_ppo", 1),
+                     x4, ("breakout", "ours", 2)]  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.startswith("machine: ")
+    assert "| breakout | env_only x4 | 2 | - | - | 0.5 | 4000 | - |" in out
+    assert "| breakout | ours | 2 | 1.00 | 1.00 | 1.0 | 1000 | 25% |" in out
+    assert "| breakout | sb3_ppo | 1 | 1.00 | 1.00 | 1.0 | 1000 | 12% |" in out
+    assert "| breakout | env_only x8 | 2/2 | - | - | - | 8000 | - | - | - | - |" in out
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["env_only_ceiling"]["MinAtar/Breakout-v1 x4"]["runs"] == [4000.0] * 3
+    assert [r["of_ceiling"] for r in summary["runs"]] == [0.25, 0.125, 0.25, 0.125, 0.25]
+    assert summary["medians"]["breakout"]["sb3_ppo"]["of_ceiling"] == 0.125
 
 
 def test_seed_curves_draw_each_systems_median_and_band_per_game(tmp_path, capsys):

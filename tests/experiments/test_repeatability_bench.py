@@ -36,6 +36,9 @@ def test_summary_spreads_identity_success_and_cost():
     assert s["default"]["seeds"][1]["solve_spread"] is None  # one repeat never solved
     assert s["default"]["success_rate"] == 2 / 3 and s["deterministic"]["success_rate"] == 1.0
     assert s["deterministic_cost"] == 20_000.0 / 11_000.0  # medians: 20k / 11k
+    assert s["default"]["of_ceiling"] is None  # no env-only ceiling given
+    s = _bench().summarize(records, threshold=475.0, ceiling_sps=80_000.0)
+    assert s["default"]["of_ceiling"] == 0.25 and s["deterministic"]["of_ceiling"] == 11 / 80
 
 
 def test_threshold_defaults_to_the_configs_stop_return(tmp_path):
