@@ -27,7 +27,9 @@ separate environments every ``--eval_every`` steps, ``--eval_episodes`` (10) epi
 same schedule ours runs.
 
 Reported per run, after training and outside its wall time: the greedy (mode) and the sampled
-(stochastic policy) mean return over ``--final_episodes`` (20) episodes on fresh environments
+(stochastic policy) mean return over ``--final_episodes`` (100) episodes on fresh environments,
+each with its standard error in the JSON (``greedy_se``, ``sampled_se``: std / sqrt(n), the
+noise of a run's score, to tell from the spread between seeds; docs/results/minatar.md)
 (ours: the exported ``DIR/policy`` loaded with ``tf.saved_model.load`` in a subprocess and run
 by ``experiments.evaluate.run_episodes``, greedy then sampled, as ``python -m
 experiments.evaluate --greedy`` / ``--nogreedy`` do, with one load for both; SB3:
@@ -157,11 +159,11 @@ def sb3_worker(args: argparse.Namespace) -> None:
     metrics = open(os.path.join(args.logdir, "metrics.jsonl"), "w")  # noqa: SIM115
     eval_env = make_vec_env(one_env, n_envs=8, seed=args.seed + 10_000)
 
-    def evaluate(model, episodes: int, deterministic: bool) -> float:
-        mean, _ = evaluate_policy(
+    def evaluate(model, episodes: int, deterministic: bool, se: bool = False):
+        mean, std = evaluate_policy(
             model, eval_env, n_eval_episodes=episodes, deterministic=deterministic
         )
-        return float(mean)
+        return (float(mean), float(std) / episodes**0.5) if se else float(mean)
 
     class GreedyEval(BaseCallback):
         def __init__(self):
@@ -191,12 +193,11 @@ def sb3_worker(args: argparse.Namespace) -> None:
     wall = time.time() - START_TIME
     learn_time = time.time() - learn_start
     metrics.close()
-    greedy = evaluate(model, args.final_episodes, True)  # outside the wall time, as ours
-    sampled = evaluate(model, args.final_episodes, False)
+    greedy, greedy_se = evaluate(model, args.final_episodes, True, se=True)  # outside the wall
+    sampled, sampled_se = evaluate(model, args.final_episodes, False, se=True)  # time, as ours
     row = {"final": True, "step": int(model.num_timesteps), "wall_time": wall}
-    row.update(
-        greedy_return=greedy, sampled_return=sampled, learn_sps=model.num_timesteps / learn_time
-    )
+    row.update(greedy_return=greedy, sampled_return=sampled, greedy_se=greedy_se)
+    row.update(sampled_se=sampled_se, learn_sps=model.num_timesteps / learn_time)
     row.update(torch_threads=torch.get_num_threads())
     print(json.dumps(row), flush=True)
 
@@ -214,12 +215,21 @@ def eval_worker(args: argparse.Namespace) -> None:
     policy = tf.saved_model.load(args.policy)
     check_policy_env(policy_io(policy), env_id, *env_spaces(env_id, {}), args.policy)
     row = {}
-    for key, greedy in (("greedy_return", True), ("sampled_return", False)):
+    for kind, greedy in (("greedy", True), ("sampled", False)):
         returns, _ = run_episodes(
             policy, env_id, args.final_episodes, seed=args.seed, greedy=greedy
         )
-        row[key] = float(sum(returns) / len(returns))
+        row[f"{kind}_return"], row[f"{kind}_se"] = mean_and_se(returns)
     print(json.dumps(row), flush=True)
+
+
+def mean_and_se(returns) -> tuple[float, float]:
+    """The mean of episode ``returns`` and its standard error, std / sqrt(n) (the population
+    std, as SB3's ``evaluate_policy`` gives it)."""
+    n = len(returns)
+    mean = sum(returns) / n
+    std = (sum((r - mean) ** 2 for r in returns) / n) ** 0.5
+    return float(mean), float(std / n**0.5)
 
 
 # ----------------------------------------------------------------------------- driver
@@ -295,8 +305,8 @@ def run_sb3(game: str, seed: int, logdir: str, args: argparse.Namespace) -> dict
     rc, stdout, stderr = _subprocess(cmd, args.timeout)
     final = _last_json(stdout)
     record = _record(SB3, game, seed, logdir, rc, final)
-    record["greedy_return"] = final.get("greedy_return")
-    record["sampled_return"] = final.get("sampled_return")
+    for key in ("greedy_return", "sampled_return", "greedy_se", "sampled_se"):
+        record[key] = final.get(key)
     if rc != 0:
         record["error"] = _error_tail(stderr)
     return record
@@ -311,6 +321,8 @@ def _record(system: str, game: str, seed: int, logdir: str, rc, final: dict) -> 
         "rc": rc,
         "greedy_return": None,
         "sampled_return": None,
+        "greedy_se": None,
+        "sampled_se": None,
         "steps": steps,
         "wall": wall,
         "sps": steps / wall if steps and wall else None,
@@ -582,7 +594,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--total_steps", type=int, default=2_000_000, help="env steps per run")
     p.add_argument("--eval_every", type=int, default=100_000, help="greedy eval period (0: none)")
     p.add_argument("--eval_episodes", type=int, default=10, help="episodes per periodic eval")
-    p.add_argument("--final_episodes", type=int, default=20, help="greedy and sampled, at the end")
+    p.add_argument("--final_episodes", type=int, default=100, help="greedy and sampled, at the end")
     p.add_argument("--extra_flags", default="", help="appended to our experiments.train command")
     p.add_argument("--torch_threads", type=int, default=1, help="SB3's torch threads (0: default)")
     p.add_argument(

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,6 +92,15 @@ def test_the_median_table_states_each_system_as_a_fraction_of_its_env_only_ceili
     assert lines[2] == "| breakout | env_only x16 | 2/2 | - | - | - | 10000 | - | - | - | - |"
     assert lines[3].startswith("| breakout | ours | 2/2 | 1.00 | 1.00 | 7.5 | 150 | 1.5% | ")
     assert lines[4].startswith("| breakout | sb3_ppo | 1/1 | 1.00 | 1.00 | 2.0 | 500 | 12% | ")
+
+
+def test_a_runs_score_comes_with_its_standard_error():
+    bench = _bench()
+    returns = [0.0, 3.0, 12.0, 41.0, 7.0]
+    mean, se = bench.mean_and_se(returns)
+    assert mean == pytest.approx(np.mean(returns))
+    assert se == pytest.approx(np.std(returns) / np.sqrt(len(returns)))  # SB3's population std
+    assert bench.mean_and_se([5.0]) == (5.0, 0.0)
 
 
 def test_runs_of_ours_and_the_peer_take_turns_seed_by_seed(monkeypatch, tmp_path, capsys):
@@ -212,6 +222,7 @@ def test_tiny_run_of_ours_prints_the_table_the_json_and_the_plot(tmp_path):
     assert run["rc"] == 0 and "error" not in run, run
     assert run["steps"] >= 4000 and run["wall"] > 0 and run["sps"] > 0
     assert isinstance(run["greedy_return"], float) and isinstance(run["sampled_return"], float)
+    assert run["greedy_se"] >= 0 and run["sampled_se"] >= 0  # over the 2 final episodes
     assert summary["medians"]["breakout"]["ours"]["greedy_return"] == run["greedy_return"]
     cell = summary["medians"]["breakout"]["ours"]
     assert cell["greedy_iqm"] == run["greedy_return"]
@@ -238,4 +249,5 @@ def test_tiny_sb3_run_gives_a_json_row(tmp_path):
     [run] = summary["runs"]
     assert run["system"] == "sb3_ppo" and run["rc"] == 0 and run["steps"] >= 2048, run
     assert isinstance(run["greedy_return"], float) and isinstance(run["sampled_return"], float)
+    assert run["greedy_se"] >= 0 and run["sampled_se"] >= 0
     assert summary["sb3_seeds"] == [0]
