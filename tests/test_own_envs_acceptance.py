@@ -2,23 +2,20 @@
 env of a module outside the project, played through the exported SavedModel's named inputs
 by a process that imports only TensorFlow, numpy and the env module (no learning asserted)."""
 
-import importlib.util
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.bench_modules import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "own_envs_acceptance.py"
 SMALL = ("--num_envs=4", "--unroll_length=8", "--hidden_sizes=16", "--eval_episodes=2")
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("own_envs_acceptance", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("own_envs_acceptance")
 
 
 def test_reference_returns_bracket_the_target(tmp_path):

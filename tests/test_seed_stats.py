@@ -1,20 +1,14 @@
 """benchmarks/seed_stats.py (numpy only): the IQM's convention, the bootstrap CI's coverage,
 reproducibility and stratification, and degenerate inputs."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "seed_stats.py"
+from tests.bench_modules import load_benchmark
 
 
 def _stats():
-    spec = importlib.util.spec_from_file_location("seed_stats", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("seed_stats")
 
 
 stats = _stats()

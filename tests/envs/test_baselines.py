@@ -1,24 +1,15 @@
 """Bandit baselines (benchmarks/baselines.py) and the policy hook of bandit_regret.py."""
 
-import importlib.util
-import os
-
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import tfagents_vtrace.envs as envs
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.bench_modules import load_benchmark
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(REPO, "benchmarks", f"{name}.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark(name)
 
 
 bandit_regret = _load("bandit_regret")  # also puts benchmarks/ on sys.path

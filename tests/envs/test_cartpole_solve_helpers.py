@@ -1,14 +1,8 @@
 """benchmarks/cartpole_solve.py bookkeeping: the solve point and the median with failures."""
 
-import importlib.util
-import os
+from tests.bench_modules import load_benchmark
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location(
-    "cartpole_solve", os.path.join(REPO, "benchmarks", "cartpole_solve.py")
-)
-cartpole_solve = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cartpole_solve)
+cartpole_solve = load_benchmark("cartpole_solve")
 
 
 def test_solve_point_is_the_first_eval_reaching_the_bar():

@@ -1,11 +1,12 @@
 """experiments.benchmark lists the benchmarks, runs one by name and rejects unknown names."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,12 +45,7 @@ def test_arguments_after_the_separator_reach_the_script():
 
 
 def _cartpole_solve():
-    spec = importlib.util.spec_from_file_location(
-        "cartpole_solve", ROOT / "benchmarks" / "cartpole_solve.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("cartpole_solve")
 
 
 def test_cartpole_solve_without_sb3_stops_at_once(monkeypatch, capsys):

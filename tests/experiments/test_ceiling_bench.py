@@ -1,20 +1,17 @@
 """benchmarks/ceiling.py: the env-only ceiling (the project's vector env stepped alone), the
 fraction of it a benchmark prints, and the flagfile's environments read as text."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.bench_modules import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "ceiling.py"
 
 
 def _ceiling():
-    spec = importlib.util.spec_from_file_location("ceiling_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("ceiling", "ceiling_bench")
 
 
 ceiling = _ceiling()

@@ -1,20 +1,17 @@
 """benchmarks/export_latency.py: its runners step the same policy and time batch-1 steps."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.bench_modules import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "export_latency.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("export_latency_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("export_latency", "export_latency_bench")
 
 
 @pytest.mark.parametrize("name", ["mlp", "lstm"])

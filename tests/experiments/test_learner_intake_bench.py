@@ -1,7 +1,6 @@
 """benchmarks/learner_intake.py: its stub Ray actors replay recorded unrolls through
 ``RayActorPool``'s driver and queue unchanged; a bad flag is one line and exit code 2."""
 
-import importlib.util
 import queue
 import subprocess
 import sys
@@ -11,16 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.bench_modules import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "learner_intake.py"
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("learner_intake_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # Ray pickles its stub actor class by value from here
-    spec.loader.exec_module(module)
-    return module
+def _bench():  # registered: Ray pickles its stub actor class by value from here
+    return load_benchmark("learner_intake", "learner_intake_bench", register=True)
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 hand-made runs, the seed curves, its argument checks, and a tiny end-to-end run of each
 system (table, JSON line, PNGs)."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,15 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.bench_modules import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "minatar.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("minatar_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("minatar", "minatar_bench")
 
 
 def _rec(game, system, seed, greedy, sampled, wall, steps=1000):
@@ -242,9 +240,10 @@ def test_tiny_run_of_ours_prints_the_table_the_json_and_the_plot(tmp_path):
 def test_tiny_sb3_run_gives_a_json_row(tmp_path):
     pytest.importorskip("minatar")
     pytest.importorskip("stable_baselines3")
+    # no ceiling here: the tiny run of ours and the unit tests above cover it
     _, summary = _run(
         tmp_path, "--systems=sb3_ppo", "--total_steps=2048", "--eval_every=1024",
-        "--eval_episodes=2", "--final_episodes=2", timeout=60,
+        "--eval_episodes=2", "--final_episodes=2", "--ceiling_steps=0", timeout=120,
     )  # fmt: skip
     [run] = summary["runs"]
     assert run["system"] == "sb3_ppo" and run["rc"] == 0 and run["steps"] >= 2048, run

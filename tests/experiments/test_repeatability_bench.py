@@ -1,19 +1,17 @@
 """benchmarks/repeatability.py: the summary from hand-made runs and the argument checks."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "repeatability.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("repeatability_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("repeatability", "repeatability_bench")
 
 
 def _rec(mode, seed, repeat, ret, solve, sps, fp):

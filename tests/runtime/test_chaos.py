@@ -17,7 +17,6 @@ whole.
 """
 
 import fcntl
-import importlib.util
 import json
 import os
 import shutil
@@ -26,17 +25,14 @@ import sys
 
 import pytest
 
+from tests.bench_modules import load_benchmark
+
 # One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
 # fixture is built once, not once per worker.
 pytestmark = pytest.mark.xdist_group("chaos")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location(
-    "chaos_lib", os.path.join(ROOT, "benchmarks", "chaos_lib.py")
-)
-chaos = importlib.util.module_from_spec(_spec)
-sys.modules["chaos_lib"] = chaos  # dataclasses look their module up by name
-_spec.loader.exec_module(chaos)
+chaos = load_benchmark("chaos_lib", register=True)  # dataclasses look their module up by name
 
 KILLS = 3  # per agent (benchmarks/chaos_resume.py: 50+)
 
