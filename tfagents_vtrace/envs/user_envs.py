@@ -78,7 +78,10 @@ def _resolve_id(env_id: str, name: str) -> str:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:
-            raise ValueError(f"{name}: cannot import {module!r} ({e})") from None
+            hint = ""  # the module itself not found, not one it imports
+            if e.name is not None and (module == e.name or module.startswith(e.name + ".")):
+                hint = "; put the directory that holds it on PYTHONPATH"
+            raise ValueError(f"{name}: cannot import {module!r} ({e}){hint}") from None
         if env_id not in gym.registry:
             raise ValueError(
                 f"{name}: importing {module!r} registered no environment {env_id!r} "
