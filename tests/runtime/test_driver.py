@@ -337,6 +337,22 @@ def test_a_checkpoint_and_its_archive_share_one_step_while_workers_count(tmp_pat
         assert os.path.exists(storage.replay_path(str(tmp_path), int(step))), step
 
 
+def test_a_start_killed_before_its_prune_leaves_no_archive_behind(tmp_path):
+    """Killed between a checkpoint and the prune after it, a run kept the archive of a step
+    whose checkpoint max_to_keep had dropped; the next start ran to the end without saving
+    again, so nothing pruned it (benchmarks/chaos_lib.py's retention check)."""
+    final = _driver("fake", tmp_path, 100, checkpoint_every_s=0.01).run()
+    checkpoints = tmp_path / "checkpoints"
+    archive = storage.replay_path(str(tmp_path), final["step"])
+    (checkpoints / "replay-1.npz").write_bytes(open(archive, "rb").read())  # a dropped step
+    (checkpoints / "replay-2.tmp.npz").write_bytes(b"x")  # a killed archive write
+    resumed = _driver("fake", tmp_path, 100)  # the next start, at the run's last step
+    kept = resumed.checkpointer.steps()
+    assert len(kept) == 3 and final["step"] in kept
+    archives = sorted(p.name for p in checkpoints.glob("replay-*"))
+    assert archives == sorted(f"replay-{step}.npz" for step in kept)
+
+
 def _before(order, save):
     def checkpoint(*args, **kwargs):
         order.append("checkpoint")

@@ -285,6 +285,10 @@ class Driver:
             step = self.counters.env_steps
             print(f"Resuming {logdir} from step {step} (ckpt-{step}).", file=sys.stderr, flush=True)
         self._saved_step = self.counters.env_steps if self.resumed else None
+        if self.resumed and agent.extra_state is not None:
+            # A start killed between a checkpoint and the prune after it left the archive of
+            # a step no longer kept; a resumed run may end without saving again.
+            storage.prune_replays(self.logdir, self.checkpointer.steps())
         self.metrics = MetricsLog(self.logdir)
         with writing("metrics", self.metrics.path):
             self.metrics.truncate_after(self.counters.env_steps if self.resumed else -1)
