@@ -30,6 +30,9 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
   ``git worktree add /tmp/old f8a314b`` (the ResNet + LSTM Pong config when issue 13 quoted
   its ~90 steps/s: ``experiments/configs/impala_atari_pong.cfg`` there). ResNet + LSTM rows
   print their ratio to it too.
+* ``ours_f32`` / ``ours_bf16`` and ``pong_f32`` / ``pong_bf16``: ``ours`` and ``pong`` with
+  ``--cnn_compute_dtype`` forced to float32 / bfloat16 instead of the files' ``auto``, to
+  check the choice ``auto`` makes on this CPU against both.
 * ``sb3_a2c``: Stable-Baselines3 ``A2C("CnnPolicy")`` with its Atari defaults
   (``make_atari_env`` + ``VecFrameStack(4)``, n_steps 5, RMSProp) on CPU with
   ``torch.set_num_threads(k)``; steps / seconds of ``model.learn`` (bench extra).
@@ -75,10 +78,17 @@ CONFIGS = {  # system: (flagfile, extra flags)
         ("--jit_compile", "--cnn_compute_dtype=float32"),
     ),
 }
+for _name, _flagfile in (
+    ("ours", "impala_atari_pong_nature_cnn.cfg"),
+    ("pong", "impala_atari_pong.cfg"),
+):
+    for _suffix, _dtype in (("f32", "float32"), ("bf16", "bfloat16")):
+        CONFIGS[f"{_name}_{_suffix}"] = (_flagfile, (f"--cnn_compute_dtype={_dtype}",))
 RESNET = ("resnet_lstm", "resnet_lstm_xla_f32", "baseline")
 NEEDS = {"ours": ("ale_py", "cv2"), "pong": ("ale_py", "cv2"), "resnet_lstm": ("ale_py", "cv2"),
          "resnet_lstm_xla_f32": ("ale_py", "cv2"), "baseline": ("ale_py", "cv2"),
          "sb3_a2c": ("ale_py", "cv2", "torch", "stable_baselines3")}  # fmt: skip
+NEEDS.update({name: ("ale_py", "cv2") for name in CONFIGS if name not in NEEDS})
 
 
 def sb3_worker(args: argparse.Namespace) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench_modules import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "atari_throughput.py"
 
@@ -40,6 +42,20 @@ def test_a_tiny_run_prints_the_table_and_a_json_line():
     assert result["machine"]["isa"].keys() == {"avx2", "avx512f", "avx512_bf16", "amx_bf16"}
     row = next(line for line in out.stdout.splitlines() if line.startswith("| ours |"))
     assert row.split("|")[3].strip().endswith("%")
+
+
+def test_the_forced_dtype_systems_run_the_shipped_files_with_one_dtype_each():
+    """``pong_f32`` / ``pong_bf16`` (and ``ours_*``) are the shipped files, which ask for
+    ``auto``, with the dtype forced: the rows that check ``auto``'s choice on a CPU."""
+    bench = load_benchmark("atari_throughput")
+    args = bench.parse_args(["--systems=pong,pong_f32,pong_bf16,ours_bf16", "--num_envs=16"])
+    for system, dtype in (("pong_f32", "float32"), ("pong_bf16", "bfloat16"),
+                          ("ours_bf16", "bfloat16")):  # fmt: skip
+        path, extra, _ = bench.system_flagfile(system, args)
+        base_path, base_extra, _ = bench.system_flagfile(system.split("_")[0], args)
+        assert path == base_path and base_extra == ()
+        assert "--cnn_compute_dtype=auto" in Path(path).read_text().splitlines()
+        assert extra == (f"--cnn_compute_dtype={dtype}",)
 
 
 def test_an_env_count_that_does_not_split_over_the_actor_threads_is_refused():
