@@ -78,12 +78,13 @@ CONFIGS = {  # system: (flagfile, extra flags)
         ("--jit_compile", "--cnn_compute_dtype=float32"),
     ),
 }
-for _name, _flagfile in (
-    ("ours", "impala_atari_pong_nature_cnn.cfg"),
-    ("pong", "impala_atari_pong.cfg"),
-):
-    for _suffix, _dtype in (("f32", "float32"), ("bf16", "bfloat16")):
-        CONFIGS[f"{_name}_{_suffix}"] = (_flagfile, (f"--cnn_compute_dtype={_dtype}",))
+CONFIGS.update(
+    {  # the shipped files, which ask for auto, with the dtype forced
+        f"{name}_{suffix}": (CONFIGS[name][0], (f"--cnn_compute_dtype={dtype}",))
+        for name in ("ours", "pong")
+        for suffix, dtype in (("f32", "float32"), ("bf16", "bfloat16"))
+    }
+)
 RESNET = ("resnet_lstm", "resnet_lstm_xla_f32", "baseline")
 NEEDS = {"ours": ("ale_py", "cv2"), "pong": ("ale_py", "cv2"), "resnet_lstm": ("ale_py", "cv2"),
          "resnet_lstm_xla_f32": ("ale_py", "cv2"), "baseline": ("ale_py", "cv2"),
