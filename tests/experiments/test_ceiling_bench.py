@@ -50,7 +50,7 @@ def test_run_envs_reads_the_flagfile_and_the_extra_flags_as_text(tmp_path):
     assert ceiling.run_envs(None) == {"env_id": "CartPole-v1", "num_envs": 16, "mode": "auto",
                                       "env_kwargs": {}}  # fmt: skip
     shipped = ROOT / "experiments" / "configs" / "impala_minatar_breakout.cfg"
-    assert ceiling.run_envs(str(shipped))["num_envs"] == 16
+    assert ceiling.run_envs(str(shipped))["num_envs"] == 64
     with pytest.raises(ValueError, match="screen_size"):  # a setting CartPole does not take
         ceiling.run_envs(None, ["--screen_size=42"])
     assert ceiling.label(spec) == 'ALE/Pong-v5 x3 {"screen_size": 42}'

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "experiments" / "configs").glob("*.cfg"))
 SHRINK = {
     "total_steps": 200,
-    "num_envs": 4,  # divisible by the configs' num_minibatches
+    "num_envs": 8,  # a batch that splits into every config's --num_minibatches
     "unroll_length": 4,
     "batch_unrolls": 1,
     "eval_every": 0,
