@@ -23,6 +23,7 @@ clipping.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
 from tfagents_vtrace.agents.optimization import LR_DECAYS, OPTIMIZERS
@@ -70,6 +71,11 @@ class LearnerConfig(AgentConfig):
     """:class:`AgentConfig`, plus the optimizer (the fields of
     :func:`tfagents_vtrace.agents.optimization.optimizer_from_config`), reward clipping and
     the entropy cost."""
+
+    RESUME_FIXED: ClassVar[tuple[str, ...]] = ("optimizer", "lr_decay")
+    """The optimizer's variables are in the checkpoint, in order: another optimizer's slots,
+    or a constant rate's variable (a decaying rate has none), cannot resume them, so a
+    resume that changes either is refused."""
 
     lr_decay: str = "none"
     """"none" or "linear" (to 0 over the run's total updates, as IMPALA)."""

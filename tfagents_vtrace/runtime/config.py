@@ -66,6 +66,12 @@ class RunConfig:
     instead: every ``eval_every`` steps, or every tenth of ``total_steps`` without it."""
     log_every_s: float = 5.0
     """Seconds between metrics rows / progress lines."""
+    stop_grace_s: float = 10.0
+    """Seconds from a stop signal (Ctrl-C, SIGTERM, SIGHUP) to the process's end at the
+    latest: the run checkpoints at its next step; if it has not within half of this (an
+    environment that hangs), it is checkpointed from another thread, and the process ends
+    (exit code 130) at this limit. Keep it below the scheduler's own grace (Slurm's
+    ``KillWait``, Kubernetes' ``terminationGracePeriodSeconds``: 30 s by default)."""
     backend: str = "local"
     """"local" (actor threads) or "ray" (``num_actors`` Ray actor processes, each building
     its own network and vector env; see :mod:`tfagents_vtrace.runtime.ray_backend`)."""
@@ -145,6 +151,10 @@ class RunConfig:
         ):
             raise ValueError(
                 f"stop_return: expected a finite number, received {self.stop_return!r}"
+            )
+        if not (isinstance(self.stop_grace_s, int | float) and self.stop_grace_s > 0):
+            raise ValueError(
+                f"stop_grace_s: expected a number of seconds > 0, received {self.stop_grace_s!r}"
             )
         for name in ("checkpoint_every_s", "log_every_s"):
             value = getattr(self, name)

@@ -32,6 +32,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 import time
 from typing import Protocol
 
@@ -54,7 +55,12 @@ from tfagents_vtrace.runtime.run_dir import (
     finished_row,
     remove_partial_exports,
 )
-from tfagents_vtrace.runtime.stop_signals import check_stop, checkpoint_on_interrupt
+from tfagents_vtrace.runtime.stop_signals import (
+    RunInterrupted,
+    check_stop,
+    checkpoint_on_interrupt,
+    register_saver,
+)
 from tfagents_vtrace.runtime.triggers import IntervalTrigger, TimeTrigger
 from tfagents_vtrace.runtime.write_errors import WriteError, writing
 
@@ -218,6 +224,34 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
     return driver
 
 
+def setting_variables(items: dict) -> list[tuple]:
+    """``(variable, value)`` of the variables among checkpoint ``items`` that hold a setting
+    rather than learned state: Keras optimizers' ``learning_rate`` (a variable when the rate
+    is constant). Read before a restore and assigned after it, so that a resumed run trains
+    at the rate its command gives, as ``config.json`` says, not at the checkpoint's."""
+    import keras
+
+    found, seen = [], set()
+
+    def visit(value) -> None:
+        if isinstance(value, keras.optimizers.Optimizer):
+            for variable in value.variables:
+                visit(variable)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                visit(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+        elif getattr(value, "name", None) == "learning_rate" and hasattr(value, "assign"):
+            if id(value) not in seen:
+                seen.add(id(value))
+                found.append((value, value.numpy()))
+
+    visit(items)
+    return found
+
+
 def print_compute_dtype(network_config) -> None:
     """The start line ``cnn compute dtype: bfloat16 (auto: CPU has amx_bf16)`` on stderr,
     for a network with a conv torso ("auto" resolved for this machine, as the network was)."""
@@ -276,9 +310,14 @@ class Driver:
             )
         self.checkpointer = Checkpointer(self.logdir, items)
         self.extra_restored = 0
+        self._save_lock = threading.Lock()  # the loop's saves and a stop's grace save
+        settings = setting_variables(items)
         self.resumed = strategy_lib.restore_checkpoint(
             self.checkpointer, logdir, self.role, accept=self._restore_extra
         )
+        if self.resumed:  # the command's settings, not the checkpoint's, go on
+            for variable, value in settings:
+                variable.assign(value)
         restored = self.checkpointer.values() if self.resumed else {}
         self.counters = Counters(restored, start_time)
         if self.resumed and self.role.is_chief:
@@ -321,7 +360,7 @@ class Driver:
             checkpoint stays intact: TensorFlow commits a checkpoint by renaming it).
         """
         state = self.agent.extra_state
-        with self.agent.lock:
+        with self._save_lock, self.agent.lock:
             counts = self.counters.snapshot()
             step = counts["env_steps"]
             if step == self._saved_step:
@@ -333,9 +372,15 @@ class Driver:
             with writing("checkpoint", self.checkpointer.path(step)):
                 path = self.checkpointer.save(**counts)
             self._saved_step = step
-        if state is not None:
-            storage.prune_replays(self.logdir, self.checkpointer.steps())
+            if state is not None:
+                storage.prune_replays(self.logdir, self.checkpointer.steps())
         return path
+
+    def _stop_save(self) -> tuple[int, str]:
+        """``(step, path)`` of a checkpoint of the newest state: what a stop signal's grace
+        watchdog calls from its own thread when the loop did not stop in time."""
+        path = self.save()
+        return self._saved_step, path
 
     def _restore_extra(self, step: int) -> None:
         """Loads the replay archive of checkpoint ``step`` (``Checkpointer.restore`` moves
@@ -371,13 +416,30 @@ class Driver:
                 with contextlib.suppress(WriteError):
                     self.save()
             raise
-        except BaseException:
+        except RunInterrupted:
+            raise
+        except BaseException as error:
             if self._saved_step is None and self.role.is_chief:  # a start that failed
                 self._close_metrics()
                 discard_start_files(self.logdir)
+            elif self.role.task_type is None and not isinstance(error, WriteError):
+                self._save_after(error)  # the newest state, where it can be had
             raise
         finally:
             self.checkpointer.close()
+
+    def _save_after(self, error: BaseException) -> None:
+        """Checkpoints the newest state before ``error`` ends the run (a fault of acting,
+        of memory, of a callback...); a save that fails too leaves the previous checkpoint."""
+        try:
+            path = self.save()
+        except Exception as save_error:  # noqa: BLE001 - the first error is the one to report
+            log.warning("no checkpoint after %r: %r", error, save_error)
+            return
+        with contextlib.suppress(Exception):
+            self._close_metrics()
+        if hasattr(error, "add_note"):
+            error.add_note(f"checkpoint {path} holds the newest state")
 
     def _solved_before(self) -> bool:
         """Whether the restored step's evaluation row (a run killed after it solved, before
@@ -395,22 +457,24 @@ class Driver:
         if run.eval_background:
             background = BackgroundEvaluations(evaluator, counters.wall_time)
         start, start_steps = time.monotonic(), counters.env_steps
+        single = self.role.task_type is None
         try:
-            with guard if self.role.task_type is None else contextlib.nullcontext():
-                try:
-                    solved = self._solved_before()
-                    self.agent.start(counters)
-                    if not self.resumed:
-                        self.save()  # step 0: the same command resumes a run killed early
-                    try:
-                        solved = solved or self._loop(evaluator, progress, background)
-                    except EnvFailure:  # the learner is fine: keep its work
-                        if self.role.task_type is None:
-                            self.save()
-                        raise
-                finally:
-                    self.agent.close()
-                    progress.close()
+            try:  # a stop is saved before acting closes (closing may wait on a hung env)
+                with guard if single else contextlib.nullcontext():
+                    with register_saver(self._stop_save) if single else contextlib.nullcontext():
+                        solved = self._solved_before()
+                        self.agent.start(counters)
+                        if not self.resumed:
+                            self.save()  # step 0: the same command resumes a run killed early
+                        try:
+                            solved = solved or self._loop(evaluator, progress, background)
+                        except EnvFailure:  # the learner is fine: keep its work
+                            if single:
+                                self.save()
+                            raise
+            finally:
+                self.agent.close()
+                progress.close()
             sps = (counters.env_steps - start_steps) / max(time.monotonic() - start, 1e-9)
             last_eval = self._last_eval
             if solved and self.eval_weights is not None:  # keep (and export) those weights

@@ -1,8 +1,14 @@
 """Progress reporting: a tqdm bar on a TTY, plain log lines otherwise (steps/s, returns, ETA,
-and the bottleneck with its share of time when the row names one)."""
+and the bottleneck with its share of time when the row names one).
+
+Progress is for the person watching: when its stream goes away (a pipe whose reader ended,
+``tfv-train ... 2>&1 | head``; a terminal that closed), writing raises ``BrokenPipeError`` or
+another ``OSError``, and progress goes quiet instead of ending the run (the metrics file
+keeps every row)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -25,8 +31,18 @@ class Progress:
 
     def update(self, step: int, returns) -> None:
         if self._bar is not None:
-            self._bar.update(step - self._last)
+            with self._quiet_on_error():
+                self._bar.update(step - self._last)
         self._last = step
+
+    @contextlib.contextmanager
+    def _quiet_on_error(self):
+        """Inside, a stream that cannot be written (closed pipe or terminal) turns progress
+        off for the rest of the run."""
+        try:
+            yield
+        except (OSError, ValueError):  # ValueError: a closed file object
+            self.enabled, self._bar = False, None
 
     def eta(self, step: int) -> float | None:
         done = step - self.start
@@ -52,7 +68,8 @@ class Progress:
         if self._bar is not None:
             if slowest:
                 parts["bottleneck"] = slowest
-            self._bar.set_postfix(parts, refresh=False)
+            with self._quiet_on_error():
+                self._bar.set_postfix(parts, refresh=False)
             return
         eta = self.eta(row["step"])
         eta_s = "-" if eta is None else f"{eta:.0f}s"
@@ -60,11 +77,13 @@ class Progress:
         line = f"step={row['step']} {text} wall={row['wall_time']:.1f}s eta={eta_s}"
         if slowest:
             line += f" bottleneck: {slowest}"
-        print(line, file=sys.stderr, flush=True)
+        with self._quiet_on_error():
+            print(line, file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
-            self._bar.close()
+            with self._quiet_on_error():
+                self._bar.close()
             self._bar = None
 
 

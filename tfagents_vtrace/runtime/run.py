@@ -4,8 +4,8 @@ around the run driver (DESIGN.md "Experiments contract").
 :func:`run` takes the run directory's lock (a second trainer on the same directory is refused,
 :mod:`~tfagents_vtrace.runtime.run_lock`), checks the directory (a foreign one is refused, a
 run of this config resumes, ``overwrite`` replaces a previous run's own entries:
-:func:`~tfagents_vtrace.runtime.run_dir.prepare_logdir`), turns Ctrl-C and SIGTERM into a
-stop request for the duration (the driver then checkpoints and raises
+:func:`~tfagents_vtrace.runtime.run_dir.prepare_logdir`), turns Ctrl-C, SIGTERM and SIGHUP
+into a stop request for the duration (the driver then checkpoints and raises
 :class:`~tfagents_vtrace.runtime.stop_signals.RunInterrupted`; a second Ctrl-C stops at
 once), trains through the driver (resume, evaluation, export, ``final.json``) and releases the
 lock. A start that fails leaves nothing behind in a new directory.
@@ -22,25 +22,35 @@ import time
 
 from tfagents_vtrace.runtime import stop_signals
 
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Ctrl-C, a scheduler's or service manager's stop, and a closed terminal (SIGHUP)."""
+
 
 @contextlib.contextmanager
-def stop_on_signals():
-    """Inside, SIGINT and SIGTERM request a stop (a second one raises ``KeyboardInterrupt`` at
-    once); the previous handlers come back afterwards. Only the main thread can install
-    handlers: elsewhere this does nothing."""
+def stop_on_signals(grace_s: float = stop_signals.GRACE_S):
+    """Inside, SIGINT, SIGTERM and SIGHUP request a stop and arm a
+    :class:`~tfagents_vtrace.runtime.stop_signals.GraceWatchdog` that ends the process within
+    ``grace_s`` (checkpointed: module docstring of ``stop_signals``); a second SIGINT raises
+    ``KeyboardInterrupt`` at once. The previous handlers come back afterwards. Only the main
+    thread can install handlers: elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    watchdog = stop_signals.GraceWatchdog(grace_s)
 
     def stop(signum, frame) -> None:
-        if stop_signals.stop_requested():
+        if stop_signals.stop_requested() and signum == signal.SIGINT:
             raise KeyboardInterrupt
         stop_signals.request_stop()
+        watchdog.arm()
 
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
     try:
         yield
     finally:
+        watchdog.disarm()
         for s, handler in previous.items():
             signal.signal(s, handler)
         stop_signals.clear_stop()
@@ -92,7 +102,7 @@ def run(
     )
     lock = RunLock(logdir)
     try:
-        with stop_on_signals():
+        with stop_on_signals(configs.run_config.stop_grace_s):
             if worker_role(strategy_obj).is_chief:  # the others write elsewhere
                 with writing("run directory", logdir):
                     lock.acquire()  # before anything in the directory is checked or written

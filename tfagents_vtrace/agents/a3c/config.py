@@ -25,7 +25,11 @@ class A3CConfig(A2CConfig):
     run's total environment steps (the global step counter), not over updates.
     """
 
-    RESUME_FIXED: ClassVar[tuple[str, ...]] = ("num_workers", "shared_optimizer")
+    RESUME_FIXED: ClassVar[tuple[str, ...]] = (
+        "num_workers",
+        "shared_optimizer",
+        *A2CConfig.RESUME_FIXED,
+    )
 
     num_workers: int = 4
     """Workers, each with its own environment(s) and local network copy: threads, or Ray

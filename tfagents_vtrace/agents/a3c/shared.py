@@ -196,9 +196,12 @@ def compute_gradients(network, config: A3CConfig, batch: dict, entropy_coef: tf.
 
 def finish_update(shared: SharedOptimizer, grads, metrics, steps: int, caller) -> dict:
     """Applies finite ``grads`` through ``shared`` (skips others); returns float metrics
-    with ``global_step``, ``skipped`` and ``nonfinite_streak``."""
+    with ``global_step``, ``skipped``, ``nonfinite_streak`` and the ``learning_rate`` of the
+    caller's optimizer."""
     out = {k: float(v) for k, v in metrics.items()}
     with shared.lock:
+        optimizer = shared.caller_optimizers.get(caller, shared.optimizer)
+        out["learning_rate"] = float(optimizer.learning_rate)
         if out.pop("finite") > 0.0:
             out["global_step"] = float(shared.apply(grads, steps, caller=caller))
             out["skipped"] = 0.0
