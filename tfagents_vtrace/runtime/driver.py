@@ -59,7 +59,10 @@ from tfagents_vtrace.runtime.stop_signals import (
     RunInterrupted,
     check_stop,
     checkpoint_on_interrupt,
+    clear_stop,
     register_saver,
+    stop_requested,
+    stop_saved,
 )
 from tfagents_vtrace.runtime.triggers import IntervalTrigger, TimeTrigger
 from tfagents_vtrace.runtime.write_errors import WriteError, writing
@@ -135,6 +138,7 @@ class NetworkAgent:
         return ActorSpec(
             run.env_id, self.network_config, run.num_envs, unroll_length, seed=seed,
             env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,
+            env_step_timeout_s=run.env_step_timeout_s,
         )  # fmt: skip
 
     def actor_env_factory(self):
@@ -298,7 +302,7 @@ class Driver:
         self, run, agent, logdir, config, start_time=None, strategy=None, env_factory=None
     ):
         self.run_config, self.agent, self.env_factory = run, agent, env_factory
-        self.role = strategy_lib.worker_role(strategy)
+        self.strategy, self.role = strategy, strategy_lib.worker_role(strategy)
         self.chief_logdir, self.logdir = logdir, strategy_lib.write_dir(logdir, self.role)
         items = agent.checkpoint_items()
         if "network" not in items:
@@ -507,7 +511,10 @@ class Driver:
             every = run.eval_every or max(run.total_steps // 10, 1)
             saves = IntervalTrigger(every, counters.env_steps)
         while counters.env_steps < run.total_steps:
-            check_stop()
+            if self.role.task_type is None:
+                check_stop()
+            elif strategy_lib.any_worker(self.strategy, stop_requested()):
+                self._stop_together()
             self._metrics = self.agent.advance() or self._metrics
             step = counters.env_steps
             progress.update(step, counters.returns)
@@ -529,6 +536,16 @@ class Driver:
         if background is not None:  # the evaluations still playing
             return self._write_evals(self._finished(background, 0), progress)
         return False
+
+    def _stop_together(self) -> None:
+        """A stop on a multi-worker cluster: every worker saves at this same update (the
+        save is collective; only the chief writes the run directory) and raises
+        :class:`RunInterrupted`."""
+        clear_stop()
+        path = self.save()
+        stop_saved(self.counters.env_steps, path)
+        self._close_metrics()
+        raise RunInterrupted(self.counters.env_steps, path)
 
     def _finished(self, background: BackgroundEvaluations, keep: int | None) -> list:
         """``(row, weights)`` of the background evaluations that finished, waiting until at

@@ -142,12 +142,15 @@ class GraceWatchdog:
         start = time.monotonic()
         if self._done.wait(self.grace_s / 2):
             return
+        deadline = start + self.grace_s * 0.9
         saved = _SAVES.saved
-        if saved is None:
-            saved = self._save(deadline=start + self.grace_s * 0.9)
-        else:  # the checkpoint is written; what follows it (closing actors) is slow
-            if self._done.wait(max(start + self.grace_s * 0.9 - time.monotonic(), 0)):
-                return
+        if saved is None and _SAVES.saver is not None:
+            saved = self._save(deadline)
+        elif self._done.wait(max(deadline - time.monotonic(), 0)):
+            # the checkpoint is written and what follows it (closing actors) is slow, or the
+            # run saves without a saver here (multi-worker runs stop together, collectively)
+            return
+        saved = saved or _SAVES.saved
         if self._done.is_set():
             return
         if saved is None:
