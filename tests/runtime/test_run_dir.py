@@ -60,3 +60,46 @@ def test_read_metrics_skips_a_cut_row_and_last_json_line_finds_the_final_row(tmp
     stdout = 'progress\n{"final": true, "step": 9}\nstep=9 done\n{not json\n'
     assert config_io.last_json_line(stdout) == {"final": True, "step": 9}
     assert config_io.last_json_line("no json here") == {}
+
+
+# Lines a run never writes: the resume drops them as it drops a row torn by a kill.
+DAMAGED_ROWS = ['{"step": null}', '{"step": "20"}', '{"step": true}', '{"loss": 1.0}',
+                '{"step": NaN}', '{"step": Infinity}', '[1, 2]', '7', '"step"', '{"step": [3]}',
+                '{"step": {"n": 3}}']  # fmt: skip
+
+
+def test_rows_without_a_numeric_step_are_repaired_like_torn_lines(tmp_path):
+    logdir = str(tmp_path)
+    good = ['{"step": 10, "loss": 1.0}', '{"step": 20, "loss": 2.0}', '{"step": 30.0}']
+    with open(tmp_path / "metrics.jsonl", "w") as f:
+        f.write("\n".join([good[0], *DAMAGED_ROWS, good[1], good[2], '{"step": 40}']) + "\n")
+    assert [r["step"] for r in metrics_log.read_metrics(logdir)] == [10, 20, 30.0, 40]
+    log = metrics_log.MetricsLog(logdir, tensorboard=False)
+    assert log.truncate_after(30) == 3
+    assert log.last_row == {"step": 30.0}
+    assert open(tmp_path / "metrics.jsonl").read() == "\n".join(good) + "\n"
+
+
+def test_a_row_without_a_step_is_no_work_of_a_start(tmp_path):
+    from tfagents_vtrace.runtime import run_dir
+
+    for line in DAMAGED_ROWS + ['{"step": 0}', "{torn"]:
+        (tmp_path / "metrics.jsonl").write_text('{"step": 0}\n' + line + "\n")
+        assert not run_dir._metrics_rows_past_start(str(tmp_path)), line
+    (tmp_path / "metrics.jsonl").write_text('{"step": null}\n{"step": 5}\n')
+    assert run_dir._metrics_rows_past_start(str(tmp_path))
+
+
+def test_a_run_resumes_over_a_row_without_a_step(tmp_path):
+    from tests.runtime.test_actor_learner import AGENT, NET, _run
+    from tfagents_vtrace.runtime.driver import train
+
+    logdir = str(tmp_path / "run")
+    train(_run(512, checkpoint_every_s=1e-6), AGENT, AGENT.Config(), NET, logdir)
+    with open(os.path.join(logdir, "metrics.jsonl"), "a") as f:
+        f.write('{"step": null}\n{"step": "x", "loss": 1}\n')
+    final = train(_run(1024, checkpoint_every_s=1e-6), AGENT, AGENT.Config(), NET, logdir)
+    assert final["resumed"] and final["step"] >= 1024
+    with open(os.path.join(logdir, "metrics.jsonl")) as f:
+        steps = [json.loads(line)["step"] for line in f]
+    assert all(isinstance(s, int) for s in steps) and steps == sorted(set(steps))

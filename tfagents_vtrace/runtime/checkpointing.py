@@ -25,14 +25,29 @@ class Checkpointer:
     int64/float64 variables saved with the network and optimizer. On construction, what killed
     saves left is removed and the state file is rewritten from the complete checkpoints on disk
     (:mod:`~tfagents_vtrace.runtime.checkpoint_files`), so a garbled or empty state file hides
-    nothing.
+    nothing; before that, a ``DIR/checkpoints`` that is not the run's own (a symbolic link,
+    or holding anything a run does not write: :func:`checkpoint_files.check_own`) is refused,
+    so no file of a user's is rewritten or removed.
+
+    A start (:meth:`restore` finds no checkpoint) records what ``DIR`` held before it
+    (:func:`~tfagents_vtrace.runtime.run_dir.record_start`, with the names seen before this
+    constructor touched anything); its first :meth:`save` removes the record. A start that
+    fails before then is undone from it (:func:`~tfagents_vtrace.runtime.run_dir.
+    discard_start_files`).
+
+    Raises:
+      ValueError: naming the path, when ``DIR/checkpoints`` is not the run's own.
     """
 
     def __init__(self, logdir: str, items: dict, max_to_keep: int = 3):
         import tensorflow as tf
 
+        from tfagents_vtrace.runtime import run_dir
+
         self.logdir, self.directory = logdir, os.path.join(logdir, "checkpoints")
         self.max_to_keep = max_to_keep
+        files.check_own(self.directory)
+        self._snapshot, self._recorded = run_dir.start_snapshot(logdir), False
         self.counters = {
             "env_steps": tf.Variable(0, dtype=tf.int64, trainable=False),
             "updates": tf.Variable(0, dtype=tf.int64, trainable=False),
@@ -73,6 +88,7 @@ class Checkpointer:
             network): nothing is moved.
         """
         from tfagents_vtrace.replay import storage
+        from tfagents_vtrace.runtime import run_dir
 
         skipped = []
         for step in files.complete_steps(self.directory):
@@ -93,6 +109,7 @@ class Checkpointer:
                         f"{os.path.join(self.directory, files.DAMAGED_DIR)}"
                     )
                 self._open_manager(files.complete_steps(self.directory))
+                run_dir.end_start(self.logdir)  # a start killed just after its checkpoint
                 return True
             files.move_aside(self.directory, step, also=(storage.replay_path(self.logdir, step),))
             skipped.append(f"ckpt-{step} ({reason})")
@@ -108,6 +125,8 @@ class Checkpointer:
                 f"logdir: no checkpoint in {self.directory!r} reads back whole: "
                 f"{'; '.join(skipped)}; moved to {os.path.join(self.directory, files.DAMAGED_DIR)}"
             )
+        run_dir.record_start(self.logdir, self._snapshot)  # a start: what it adds is undone
+        self._recorded = True  # if it fails before its first checkpoint
         return False
 
     def steps(self) -> list[int]:
@@ -133,6 +152,11 @@ class Checkpointer:
         self.last_save = time.monotonic()
         step = int(self.counters["env_steps"].numpy())
         self.manager.save(checkpoint_number=step)
+        if self._recorded:  # the start is over: what it wrote is the run's
+            from tfagents_vtrace.runtime import run_dir
+
+            run_dir.end_start(self.logdir)
+            self._recorded = False
         return self.path(step)
 
     def close(self) -> None:

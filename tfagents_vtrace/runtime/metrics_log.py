@@ -3,21 +3,35 @@ scalars of the same values, both trimmed to a checkpoint's step when a run resum
 
 Resuming: rows of metrics.jsonl and TensorBoard summaries with a step beyond the restored
 checkpoint's step are dropped (they will be recomputed), so steps stay strictly increasing
-and nothing appears twice, in the JSON log or in TensorBoard.
+and nothing appears twice, in the JSON log or in TensorBoard. A line that is not a row the
+run writes (cut by a kill, not JSON, not an object, or without a numeric ``step``: the
+run's rows always carry one, :func:`row_step`) is dropped on resume the same way.
 """
 
 from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 
 from tfagents_vtrace.runtime.config_io import dumps
 
 
+def row_step(row) -> int | float | None:
+    """The step of a metrics row: ``row["step"]`` when ``row`` is a JSON object whose step is
+    a finite number (not a bool), else None (a damaged row: ``null``, a string, missing)."""
+    if not isinstance(row, dict):
+        return None
+    step = row.get("step")
+    if isinstance(step, bool) or not isinstance(step, int | float):
+        return None
+    return step if math.isfinite(step) else None
+
+
 def read_metrics(logdir: str) -> list[dict]:
-    """The rows of ``DIR/metrics.jsonl`` (``[]`` if there is none); a row cut by a kill is
-    skipped."""
+    """The rows of ``DIR/metrics.jsonl`` (``[]`` if there is none); a row cut by a kill, and
+    any line that is not a row with a numeric step (:func:`row_step`), is skipped."""
     path = os.path.join(logdir, "metrics.jsonl")
     if not os.path.exists(path):
         return []
@@ -25,9 +39,11 @@ def read_metrics(logdir: str) -> list[dict]:
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if row_step(row) is not None:
+                rows.append(row)
     return rows
 
 
@@ -91,8 +107,9 @@ class MetricsLog:
 
     def truncate_after(self, step: int) -> int:
         """Drops rows (and TensorBoard summaries) with ``step > step`` (resume) and repairs the
-        log first: a line cut by a kill is dropped, every kept line ends with a newline.
-        Returns the number of metrics rows kept; the newest is ``last_row``."""
+        log first: a line cut by a kill, and a line that is not a row with a numeric step
+        (:func:`row_step`), is dropped; every kept line ends with a newline. Returns the
+        number of metrics rows kept; the newest is ``last_row``."""
         if self._tensorboard:
             truncate_events(self.logdir, step)
         self.last_row = None
@@ -106,7 +123,8 @@ class MetricsLog:
                 row = json.loads(line)
             except json.JSONDecodeError:  # a row cut by a kill
                 continue
-            if isinstance(row, dict) and row.get("step", 0) <= step:
+            at = row_step(row)
+            if at is not None and at <= step:
                 keep.append(line + "\n")
                 self.last_row = row
         with open(self.path + ".tmp", "w") as f:

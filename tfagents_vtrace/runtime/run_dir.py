@@ -17,10 +17,22 @@ be restored); other config changes are allowed, listed, and the previous ``confi
 kept as ``config.before-resume-<n>.json``. A run that already ended (``final.json`` at the
 checkpoint's step, with ``total_steps`` or ``stop_return`` reached) is not trained again
 (:func:`finished_row`).
+
+A run touches only what is its own. ``DIR/checkpoints`` is the run's only when it holds
+nothing but a run's checkpoint files, replay archives and ``damaged/``
+(:func:`~tfagents_vtrace.runtime.checkpoint_files.foreign_entry`); anything else in it, and
+a symbolic link in place of a run's entry (``checkpoints``, ``config.json``, ``policy``...:
+through it a run would write and remove files outside its directory), makes a start refuse
+in one line naming the path. A start records the entries the directory held before it
+(:data:`START_RECORD`, written when the start finds no checkpoint to restore and removed
+with its first checkpoint), so a start that fails or is killed before that checkpoint is
+undone by removing only the entries it added (:func:`discard_start_files`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import glob
 import json
 import os
@@ -28,9 +40,11 @@ import shutil
 import sys
 from typing import Any
 
+from tfagents_vtrace.runtime import checkpoint_files
 from tfagents_vtrace.runtime.checkpointing import has_checkpoint
 from tfagents_vtrace.runtime.config_io import read_config
 from tfagents_vtrace.runtime.run_lock import LOCK_NAME
+from tfagents_vtrace.runtime.write_errors import writing
 
 # ---------------------------------------------------------------- starting and stopping runs
 # Entries a run writes into its directory, as glob patterns (``prepare_logdir(overwrite=True)``
@@ -49,6 +63,10 @@ _RUN_ENTRIES = (
 )
 # What a write killed before its rename leaves: not counted as files, removed with the run.
 _PARTIAL_WRITES = ("config.json.tmp", "final.json.tmp", "metrics.jsonl.tmp")
+START_RECORD = ".tfv-start.json"
+"""The record of a start in progress: the names ``DIR`` (and ``DIR/checkpoints``) held before
+it (:func:`record_start`)."""
+_RECORD_KEY = "tfagents_vtrace_start"
 # Config entries that must match to resume: the checkpoint holds their variables.
 _STRUCTURAL = ("agent", "env_id", "network_config")
 # Network settings a checkpoint does not depend on: the conv torsos' compute dtype
@@ -77,6 +95,19 @@ def _is_run_config(logdir: str) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(config, dict) and "agent" in config and "env_id" in config
+
+
+def _refuse_links(logdir: str) -> None:
+    """Raises ValueError (one line) naming the first of a run's entries in ``logdir`` that
+    is a symbolic link: a run writes, rewrites and removes its entries, and through a link
+    it would do so outside its directory."""
+    for path in _matching(logdir, (*_RUN_ENTRIES, *_PARTIAL_WRITES, START_RECORD)):
+        if os.path.islink(path):
+            raise ValueError(
+                f"logdir: {path!r} is a symbolic link (to {os.readlink(path)!r}); a run writes "
+                "and removes its own entries, never through a link: replace the link by what "
+                "it points to, or choose another logdir"
+            )
 
 
 def _matching(logdir: str, patterns: tuple[str, ...]) -> list[str]:
@@ -131,18 +162,16 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
     Raises:
       ValueError: naming ``logdir``, when it holds files but no checkpoint, or a checkpointed
         run whose agent, environment or network differs from ``config``; with ``overwrite``,
-        when it holds a run's entry names but is not a run's directory.
+        when it holds a run's entry names but is not a run's directory; naming the path, when
+        ``checkpoints/`` holds anything that is not a run's
+        (:func:`checkpoint_files.check_own`), or (without ``overwrite``, which unlinks them)
+        a run's entry is a symbolic link.
     """
     if not os.path.isdir(logdir):
         if os.path.exists(logdir):
             raise ValueError(f"logdir: {logdir!r} exists and is not a directory")
         return "new"
-    ignored = {LOCK_NAME, *_PARTIAL_WRITES}
-    entries = sorted(
-        e
-        for e in os.listdir(logdir)
-        if e not in ignored and (e != "checkpoints" or has_checkpoint(logdir))
-    )
+    ckpt_dir = os.path.join(logdir, "checkpoints")
     if overwrite:
         owned = _matching(logdir, _RUN_ENTRIES)
         if owned and not _is_run_config(logdir):
@@ -153,9 +182,24 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
                 "(--overwrite) removes only a run's own entries: move them, or choose another "
                 "logdir"
             )
+        if not os.path.islink(ckpt_dir):  # a link is unlinked, never followed
+            checkpoint_files.check_own(ckpt_dir)
         for path in owned + _matching(logdir, _PARTIAL_WRITES):
             _remove(path)
+        record = os.path.join(logdir, START_RECORD)
+        if os.path.islink(record) or read_start_record(logdir) or _empty_record(logdir):
+            _remove(record)
         return "new"
+    _refuse_links(logdir)
+    checkpoint_files.check_own(ckpt_dir)
+    ignored = {LOCK_NAME, *_PARTIAL_WRITES}
+    if read_start_record(logdir) is not None or _empty_record(logdir):
+        ignored.add(START_RECORD)
+    entries = sorted(
+        e
+        for e in os.listdir(logdir)
+        if e not in ignored and (e != "checkpoints" or has_checkpoint(logdir))
+    )
     if not entries:
         return "new"
     if not has_checkpoint(logdir) and _only_start_files(logdir, entries, config):
@@ -202,20 +246,34 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
 
 # What a run writes before its step-0 checkpoint (besides config.json and metrics.jsonl).
 _START_FILES = ("events.out.tfevents.*", "config.before-resume-*.json", "policy.tmp-*")
+# The names a start may add to DIR: only entries it added with one of these names are
+# removed when the start is undone.
+_START_NAMES = (
+    "config.json",
+    "metrics.jsonl",
+    "checkpoints",
+    "config.damaged-*.json",
+    *_START_FILES,
+    *_PARTIAL_WRITES,
+)
 
 
 def _metrics_rows_past_start(logdir: str) -> bool:
-    """Whether ``DIR/metrics.jsonl`` holds a row past step 0 (a run's work, not its start)."""
+    """Whether ``DIR/metrics.jsonl`` holds a row past step 0 (a run's work, not its start).
+    A row without a numeric step is damage, not work (the resume drops it:
+    :meth:`~tfagents_vtrace.runtime.metrics_log.MetricsLog.truncate_after`)."""
+    from tfagents_vtrace.runtime.metrics_log import row_step
+
     path = os.path.join(logdir, "metrics.jsonl")
     if not os.path.exists(path):
         return False
-    with open(path) as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
-                row = json.loads(line)
+                step = row_step(json.loads(line))
             except json.JSONDecodeError:
                 continue
-            if isinstance(row, dict) and (row.get("step") or 0) > 0:
+            if step is not None and step > 0:
                 return True
     return False
 
@@ -236,9 +294,7 @@ def _only_start_files(logdir: str, entries: list[str], config: dict) -> bool:
         return False
     ckpt_dir = os.path.join(logdir, "checkpoints")
     if os.path.isdir(ckpt_dir) and not os.path.islink(ckpt_dir):
-        from tfagents_vtrace.runtime.checkpoint_files import DAMAGED_DIR
-
-        damaged = os.path.join(ckpt_dir, DAMAGED_DIR)
+        damaged = os.path.join(ckpt_dir, checkpoint_files.DAMAGED_DIR)
         if os.path.isdir(damaged) and any(  # trained checkpoints existed: not a mere start
             not (n.startswith("ckpt-0.") or n.startswith("replay-0.")) for n in os.listdir(damaged)
         ):
@@ -246,23 +302,148 @@ def _only_start_files(logdir: str, entries: list[str], config: dict) -> bool:
     return True
 
 
+# ------------------------------------------------------------------ the record of a start
+def start_snapshot(logdir: str) -> dict:
+    """The names ``logdir`` and ``logdir/checkpoints`` hold now (``checkpoints`` None when it
+    is absent or not a directory): what a start that begins now did not write."""
+    ckpt_dir = os.path.join(logdir, "checkpoints")
+    own = os.path.isdir(ckpt_dir) and not os.path.islink(ckpt_dir)
+    return {
+        "before": sorted(os.listdir(logdir)) if os.path.isdir(logdir) else [],
+        "checkpoints_before": sorted(os.listdir(ckpt_dir)) if own else None,
+    }
+
+
+def read_start_record(logdir: str) -> dict | None:
+    """The record of ``logdir``'s start in progress (:func:`record_start`), or None when
+    there is none, or the file by that name is not one (a symbolic link, other content)."""
+    path = os.path.join(logdir, START_RECORD)
+    if os.path.islink(path) or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(record, dict) and record.get(_RECORD_KEY) == 1
+    ok = ok and isinstance(record.get("before"), list)
+    ok = ok and isinstance(record.get("checkpoints_before"), list | type(None))
+    return record if ok else None
+
+
+def _empty_record(logdir: str) -> bool:
+    path = os.path.join(logdir, START_RECORD)
+    return not os.path.islink(path) and os.path.isfile(path) and os.path.getsize(path) == 0
+
+
+def record_start(logdir: str, snapshot: dict) -> None:
+    """Writes :data:`START_RECORD` with ``snapshot`` (:func:`start_snapshot`, taken before the
+    start wrote anything) unless a record is already there: that of an earlier start which
+    never reached its first checkpoint, whose snapshot is older and stays.
+
+    Raises:
+      ValueError: naming the path, when a file of that name is there and is not a record.
+    """
+    path = os.path.join(logdir, START_RECORD)
+    if read_start_record(logdir) is not None:
+        return
+    if _empty_record(logdir):  # a start killed as it wrote the record: it wrote nothing else
+        os.unlink(path)
+    if os.path.lexists(path):
+        raise ValueError(
+            f"logdir: {path!r} is not a run's start record; move it, or choose another logdir"
+        )
+    data = json.dumps({_RECORD_KEY: 1, **snapshot}).encode()
+    with writing("run directory", logdir):
+        os.makedirs(logdir, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(fd, data)  # one write: a kill leaves the record whole or empty
+        finally:
+            os.close(fd)
+
+
+def end_start(logdir: str) -> None:
+    """Removes the record of ``logdir``'s start: its first checkpoint is written, what it
+    wrote is the run's."""
+    if read_start_record(logdir) is not None or _empty_record(logdir):
+        with contextlib.suppress(OSError):  # left behind, the next start removes it
+            os.unlink(os.path.join(logdir, START_RECORD))
+
+
+def _discard_checkpoint_files(ckpt_dir: str, before: set[str] | None, keep_damaged: bool):
+    """Removes the run's files of ``ckpt_dir`` not named in ``before`` (None: the folder is
+    the start's own), never anything :func:`checkpoint_files.foreign_entry` would name (a
+    file that is not a run's, a link: left where it is), ``damaged/`` only when not
+    ``keep_damaged``; the folder too when it ends empty and the start made it."""
+    if os.path.islink(ckpt_dir) or not os.path.isdir(ckpt_dir):
+        return
+    for name in os.listdir(ckpt_dir):
+        if before is not None and name in before:
+            continue
+        if name == checkpoint_files.DAMAGED_DIR and keep_damaged:
+            continue
+        path = os.path.join(ckpt_dir, name)
+        if name == checkpoint_files.DAMAGED_DIR:
+            if os.path.islink(path) or not os.path.isdir(path):
+                continue
+            for inner in os.listdir(path):
+                if not checkpoint_files.foreign_in(path, inner, copies=True):
+                    _remove(os.path.join(path, inner))
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        elif not checkpoint_files.foreign_in(ckpt_dir, name, copies=False):
+            _remove(path)
+    if before is None:
+        with contextlib.suppress(OSError):  # not empty: something else is in it
+            os.rmdir(ckpt_dir)
+
+
 def discard_start_files(logdir: str) -> None:
-    """Removes what a start wrote before its step-0 checkpoint (config.json, metrics.jsonl,
-    TensorBoard files, ``checkpoints/`` without a complete checkpoint, partial writes), so a
-    failed or killed start leaves the directory as it was. Call it only for a directory
-    holding no complete checkpoint."""
+    """Undoes a start that failed or was killed before its step-0 checkpoint, so the directory
+    is left as it was: removes the entries the start added (config.json, metrics.jsonl,
+    TensorBoard files, partial writes, the run's files in ``checkpoints/``), as its record
+    (:func:`record_start`) shows, and the record. Nothing that was there before the start is
+    removed, nor anything the start did not name as a run's entry, nor anything in
+    ``checkpoints/`` that is not a run's file; ``checkpoints/damaged/`` (files moved aside,
+    never deleted) goes only with a ``checkpoints/`` the start itself made.
+
+    Without a record (a directory a start of an earlier version left, or another worker's
+    temporary directory), the start's entries are recognised by name only: ``prepare_logdir``
+    calls this only when :func:`_only_start_files` showed they are a start of the same run,
+    and ``checkpoints/damaged/`` is kept. Call it only for a directory holding no complete
+    checkpoint.
+    """
     if has_checkpoint(logdir):
         raise ValueError(f"logdir: {logdir!r} holds a checkpoint; its files are kept")
-    patterns = ("config.json", "metrics.jsonl", "checkpoints", *_START_FILES, *_PARTIAL_WRITES)
-    for path in _matching(logdir, patterns):
+    if not os.path.isdir(logdir):
+        return
+    record = read_start_record(logdir)
+    before = set(record["before"]) if record is not None else set()
+    ckpt_dir = os.path.join(logdir, "checkpoints")
+    for name in os.listdir(logdir):
+        if name in before or not any(fnmatch.fnmatchcase(name, p) for p in _START_NAMES):
+            continue
+        path = os.path.join(logdir, name)
+        if name == "checkpoints" and not os.path.islink(path):
+            made = record is not None  # and not in before: the start made it
+            _discard_checkpoint_files(path, None, keep_damaged=not made)
+            continue
         _remove(path)
+    if record is not None and "checkpoints" in before:
+        kept = set(record["checkpoints_before"] or ())
+        _discard_checkpoint_files(ckpt_dir, kept, keep_damaged=True)
+    end_start(logdir)
 
 
 def remove_partial_exports(logdir: str) -> None:
     """Cleans what exports killed before their rename left (``export_target.
     write_atomically``): ``policy.tmp-*`` are removed; a ``policy.old-*`` (the previous
     export, moved away just before the new one took its place) is put back as ``policy/``
-    when there is none, else removed."""
+    when there is none, else removed. Only in a directory holding a checkpoint: a run exports
+    after it checkpoints, so elsewhere such names are not a run's."""
+    if not has_checkpoint(logdir):
+        return
     policy = os.path.join(logdir, "policy")
     for path in _matching(logdir, ("policy.tmp-*",)):
         _remove(path)
