@@ -16,6 +16,7 @@ Ctrl-C saving a checkpoint, the export to ``logdir/policy``.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -24,20 +25,39 @@ from tfagents_vtrace.playing import Policy, evaluate, load_policy
 __all__ = ["Policy", "config_path", "evaluate", "load_policy", "make_configs", "train"]
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
+# A shipped config's name: a file name of CONFIG_DIR (no separator, not hidden, no "..").
+_CONFIG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def config_path(name: str | os.PathLike) -> str:
-    """The flagfile ``name``: a path, or the name of a shipped config (``"impala_cartpole"``).
+    """The flagfile ``name`` names: a ``.cfg`` file's path, or a shipped config's name.
+
+    A *path* holds a path separator (``configs/mine.cfg``, ``/abs/mine.cfg``), or is a file of
+    the working directory whose name ends in ``.cfg``; it must be an existing ``.cfg`` file
+    (any other file is read with absl's ``--flagfile=PATH``, which names it as a flagfile).
+    Anything else is a *name*: ``impala_cartpole`` or ``impala_cartpole.cfg`` in
+    :data:`CONFIG_DIR`. A name never leaves that folder: ``../x`` is a path, and a name
+    starting with a dot is refused.
 
     Raises:
-      ValueError: naming ``config`` when neither exists.
+      ValueError: ``config: ...`` naming ``name``, when it is a path that is not an existing
+        ``.cfg`` file, or a name of no shipped config.
     """
     name = os.fspath(name)
-    if os.path.isfile(name):
+    separators = [sep for sep in (os.sep, os.altsep) if sep]
+    if any(sep in name for sep in separators) or (name.endswith(".cfg") and os.path.isfile(name)):
+        if not os.path.isfile(name):
+            raise ValueError(f"config: no file {name!r}")
+        if not name.endswith(".cfg"):
+            raise ValueError(
+                f"config: {name!r} is not a .cfg flagfile (a path given as a config ends in "
+                ".cfg; read another file with --flagfile=PATH)"
+            )
         return name
-    shipped = os.path.join(CONFIG_DIR, name if name.endswith(".cfg") else f"{name}.cfg")
-    if os.path.isfile(shipped):
-        return shipped
+    if _CONFIG_NAME.fullmatch(name):
+        shipped = os.path.join(CONFIG_DIR, name if name.endswith(".cfg") else f"{name}.cfg")
+        if os.path.isfile(shipped):
+            return shipped
     names = sorted(n[:-4] for n in os.listdir(CONFIG_DIR)) if os.path.isdir(CONFIG_DIR) else []
     raise ValueError(f"config: no file {name!r} and no shipped config of that name ({names})")
 
@@ -46,8 +66,9 @@ def make_configs(
     agent: str | None = None, env: Any = None, *, flagfile: str | None = None, **settings: Any
 ):
     """The typed configs (:class:`~tfagents_vtrace.runtime.settings.RunConfigs`) of a run:
-    ``flagfile``'s settings (a path or a shipped config's name), then ``settings`` over them;
-    ``agent`` and ``env`` default to the flagfile's, else ``"impala"`` on ``"CartPole-v1"``.
+    ``flagfile``'s settings (a ``.cfg`` path or a shipped config's name: :func:`config_path`),
+    then ``settings`` over them; ``agent`` and ``env`` default to the flagfile's, else
+    ``"impala"`` on ``"CartPole-v1"``.
     A setting's deprecated name (``entropy_start``) is read as its name now, with a warning.
     The environment's spaces are checked against the agent's before anything is built.
 
@@ -93,7 +114,8 @@ def train(
         included); the network is built for its spaces.
       logdir: the run directory. Calling again with the same arguments resumes the run (or
         returns its final row with ``already_finished`` when it ended).
-      flagfile: a flagfile's path or a shipped config's name; ``settings`` override it.
+      flagfile: a ``.cfg`` flagfile's path or a shipped config's name (:func:`config_path`);
+        ``settings`` override it.
       overwrite: replace a previous run in ``logdir`` (only its own files are removed).
       strategy: the learner's ``tf.distribute`` strategy ("default", "mirrored",
         "multi_worker").

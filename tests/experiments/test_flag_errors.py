@@ -148,3 +148,106 @@ def test_flag_error_message_squeezes_what_absl_raises():
             values(["prog", *argv])
         message = flag_error_message(error.value, values)
         assert message == expected and "\n" not in message
+
+
+# ------------------------------------------------------- stray positional arguments, --config
+# A positional argument is one line naming it, exit code 2, for every command: absl hands it
+# to main, which ignored it (`tfv-train --config=impala_cartpole total_steps=5` trained for
+# the config's 1,000,000 steps).
+STRAY_CASES = [
+    ("train", ["--config=impala_cartpole", "total_steps=5"],
+     "error: 'total_steps=5': unexpected argument (flags are written --NAME=VALUE; did you "
+     "mean --total_steps=5?)"),
+    ("train", ["--agent=impala", "--", "--total_steps=5"],
+     "error: '--total_steps=5': unexpected argument (flags are written --NAME=VALUE; flags "
+     "after -- are not read"),
+    ("evaluate", ["--policy=p", "--env=e", "episodes=3"],
+     "error: 'episodes=3': unexpected argument (flags are written --NAME=VALUE; did you mean "
+     "--episodes=3?)"),
+    ("export", ["--logdir=d", "out.onnx"], "error: 'out.onnx': unexpected argument"),
+    ("plot", ["--logdir=d", "runs/a", "runs/b"], "error: 'runs/a', 'runs/b': unexpected"),
+    ("benchmark", ["--name=ops_bench", "samples=40"],
+     "error: 'samples=40': unexpected argument (flags are written --NAME=VALUE; arguments for "
+     "the program run go after --)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "module, args, expected",
+    STRAY_CASES,
+    ids=[f"{m}-{i}" for i, (m, _, _) in enumerate(STRAY_CASES)],
+)
+def test_a_stray_positional_argument_is_one_line(tmp_path, module, args, expected):
+    if module == "train":
+        args = [f"--logdir={tmp_path / 'run'}", *args]
+    out = _run(module, *args)
+    lines = [line for line in out.stderr.splitlines() if line.strip() and not TF_LOG.match(line)]
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith(expected), out.stderr[-2000:]
+    assert not (tmp_path / "run").exists()  # refused before anything is written
+
+
+def test_the_arguments_after_dashes_reach_a_benchmark_only():
+    from tfagents_vtrace.commands.cli import positional_error
+
+    argv = ["tfv-benchmark", "--name=x", "--", "--samples=3", "more"]
+    assert positional_error(argv, ["tfv-benchmark", "--samples=3", "more"], True) == (
+        None,
+        ["tfv-benchmark", "--samples=3", "more"],
+    )
+    error, _ = positional_error(argv, ["tfv-benchmark", "--samples=3", "more"], False)
+    assert error.startswith("'--samples=3', 'more': unexpected arguments")
+    # before the --, a positional argument is refused even where arguments pass through
+    argv = ["tfv-benchmark", "stray", "--", "--samples=3"]
+    error, _ = positional_error(argv, ["tfv-benchmark", "stray", "--samples=3"], True)
+    assert error.startswith("'stray': unexpected argument")
+    assert positional_error(["p", "--a=1"], ["p"], False) == (None, ["p"])
+    error, _ = positional_error(["p", "-", "x", "y", "z", "v", "w"], ["p", "-", *"xyzvw"])
+    assert error.startswith("'-', 'x', 'y', 'z', 'v', ...: unexpected arguments")
+
+
+CONFIG_CASES = {
+    "traversal_to_an_existing_file": ("../../etc/passwd", "'../../etc/passwd' is not a .cfg"),
+    "absolute_path_not_cfg": ("/etc/passwd", "'/etc/passwd' is not a .cfg flagfile"),
+    "traversal_to_a_missing_cfg": ("../../etc/passwd.cfg", "no file '../../etc/passwd.cfg'"),
+    "traversal_inside_a_name": ("impala_cartpole/../../../x", "no file 'impala_cartpole/.."),
+    "a_hidden_name": (".impala_cartpole", "no shipped config '.impala_cartpole' (available:"),
+    "dots": ("..", "no shipped config '..' (available:"),
+    "a_directory": ("tfagents_vtrace/configs", "no file 'tfagents_vtrace/configs'"),
+}
+
+
+@pytest.mark.parametrize("case", CONFIG_CASES)
+def test_config_names_cannot_leave_the_configs_folder(case):
+    from tfagents_vtrace.api import config_path
+    from tfagents_vtrace.commands.common import expand_config
+
+    name, expected = CONFIG_CASES[case]
+    with pytest.raises(ValueError, match=r"^config: "):
+        config_path(name)
+    argv, error = expand_config(["train", f"--config={name}", "--total_steps=5"])
+    assert error is not None and error.startswith(f"--config: {expected}"), error
+    assert argv == ["train", f"--config={name}", "--total_steps=5"]  # left for absl to refuse
+
+
+def test_a_cfg_path_and_a_shipped_name_are_read(tmp_path, monkeypatch):
+    from tfagents_vtrace.api import CONFIG_DIR, config_path
+
+    mine = tmp_path / "mine.cfg"
+    mine.write_text("--total_steps=5\n")
+    assert config_path(str(mine)) == str(mine)
+    assert config_path("impala_cartpole") == os.path.join(CONFIG_DIR, "impala_cartpole.cfg")
+    assert config_path("impala_cartpole.cfg") == os.path.join(CONFIG_DIR, "impala_cartpole.cfg")
+    monkeypatch.chdir(tmp_path)  # a .cfg file of the working directory, by its bare name
+    assert config_path("mine.cfg") == "mine.cfg"
+    assert config_path(os.path.join("..", tmp_path.name, "mine.cfg")).endswith("mine.cfg")
+    (tmp_path / "flags").write_text("--total_steps=5\n")
+    with pytest.raises(ValueError, match=r"^config: no file 'flags' and no shipped config"):
+        config_path("flags")  # a bare name without .cfg is a shipped config's name
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow
+def test_train_refuses_a_config_outside_the_configs_folder(tmp_path):
+    out = _run("train", f"--logdir={tmp_path / 'run'}", "--config=../../../../../etc/passwd")
+    _assert_one_line(out, "error: --config: '../../../../../etc/passwd' is not a .cfg flagfile")
+    assert not (tmp_path / "run").exists()

@@ -78,7 +78,7 @@ def main(argv) -> None:
 
 def entry_point() -> None:
     """The ``tfv-benchmark`` command (``python -m experiments.benchmark`` in a clone)."""
-    run(main, command=sys.modules[__name__])
+    run(main, command=sys.modules[__name__], passthrough=True)
 
 
 if __name__ == "__main__":

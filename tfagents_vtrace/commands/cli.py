@@ -4,7 +4,10 @@ A bad flag value ends the program with one line on stderr, ``error: --FLAG: expe
 received ...``, and exit code 2, instead of a Python traceback or absl's two-line ``FATAL
 Flags parsing error``. :func:`run` replaces ``absl.app.run`` and turns absl's own parsing
 errors (a value of the wrong type, an unknown flag, a missing flagfile or required flag)
-into such lines; ``--help`` and ``--helpfull`` print their usage and exit 0. Past parsing,
+into such lines; ``--help`` and ``--helpfull`` print their usage and exit 0. A positional
+argument (``total_steps=5`` for ``--total_steps=5``), which absl would hand to ``main`` and the
+commands would ignore, is such a line too, naming it; only a command that passes arguments on
+(``tfv-benchmark``, ``run(..., passthrough=True)``) takes those after ``--``. Past parsing,
 only errors the entry points name themselves become such lines: :class:`FlagError` (raised
 by their argument checks) and the exceptions a caller converts explicitly with
 :func:`flag_error_from`; anything else (a real bug deep in the code) still ends in a
@@ -95,6 +98,7 @@ def run(
     *,
     command: types.ModuleType | None = None,
     short_help: Callable[[], str] | None = None,
+    passthrough: bool = False,
 ) -> NoReturn:
     """``absl.app.run(main)`` whose flag parsing errors are :func:`fail`'s one line.
 
@@ -105,6 +109,9 @@ def run(
         script, a shim): absl's ``--help`` then shows its docstring and its key flags.
       short_help: returns the text ``--help`` prints instead of absl's (exit code 0);
         ``--helpfull`` still lists every flag.
+      passthrough: ``main`` takes the arguments after ``--`` (``argv[1:]``); without it any
+        positional argument is refused, and with it one before ``--`` is
+        (:func:`positional_error`).
     """
     argv = sys.argv if argv is None else argv
     if command is not None:
@@ -113,7 +120,7 @@ def run(
         sys.stdout.write(short_help())
         sys.stdout.flush()
         raise SystemExit(0)
-    app.run(main, argv=argv, flags_parser=parse_flags)
+    app.run(main, argv=argv, flags_parser=functools.partial(parse_flags, passthrough=passthrough))
     raise AssertionError("unreachable")  # app.run always exits
 
 
@@ -175,15 +182,53 @@ def describe_flags(
     return "\n".join(lines) + "\n"
 
 
-def parse_flags(argv: list[str]) -> list[str]:
+def parse_flags(argv: list[str], passthrough: bool = False) -> list[str]:
     """``flags.FLAGS(argv)`` (the arguments left for ``main``); a ``flags.Error`` ends the
-    program with one line naming the flag (:func:`flag_error_message`, exit code 2)."""
+    program with one line naming the flag (:func:`flag_error_message`, exit code 2), and so
+    does a positional argument ``main`` would not take (:func:`positional_error`)."""
     try:
-        return flags.FLAGS(argv)
+        rest = flags.FLAGS(argv)
     except flags.Error as e:
         fail(flag_error_message(e))
     except SystemExit as e:  # absl's help flags print their usage, then exit with code 1
         raise SystemExit(0 if e.code == 1 else e.code) from None
+    error, rest = positional_error(argv, rest, passthrough)
+    if error:
+        fail(error)
+    return rest
+
+
+def positional_error(
+    argv: list[str], rest: list[str], passthrough: bool = False
+) -> tuple[str | None, list[str]]:
+    """``(error, rest)`` of what absl left of ``argv`` (``rest``: the program's name, the
+    positional arguments, then everything after ``--``).
+
+    absl hands positional arguments to ``main``, where a command ignores them: a missing
+    ``--`` (``total_steps=5``) would silently train with the default. Without
+    ``passthrough`` every one is refused; with it, those after the first ``--`` go on to
+    ``main`` and those before it are refused. ``error`` is the one line naming them (with
+    ``--NAME=VALUE`` suggested where ``NAME`` is a flag), else None.
+    """
+    args = list(rest[1:])
+    after: list[str] = []
+    if passthrough and "--" in argv[1:]:
+        tail = argv[argv.index("--", 1) + 1 :]
+        if tail and args[-len(tail) :] == tail:
+            args, after = args[: -len(tail)], tail
+    if not args:
+        return None, [rest[0], *after]
+    shown = ", ".join(repr(a) for a in args[:5]) + (", ..." if len(args) > 5 else "")
+    noun = "argument" if len(args) == 1 else "arguments"
+    message = f"{shown}: unexpected {noun} (flags are written --NAME=VALUE"
+    name = args[0].partition("=")[0].lstrip("-")
+    if args[0].startswith("-"):  # after a --, where absl stops reading flags
+        message += "; flags after -- are not read: put them before it"
+    elif name and (name in flags.FLAGS or name.removeprefix("no") in flags.FLAGS):
+        message += f"; did you mean --{args[0]}?"
+    if passthrough:
+        message += "; arguments for the program run go after --"
+    return message + ")", rest
 
 
 _VALUE_ERROR = re.compile(r"flag --(?P<name>[^=\s]+)=(?P<value>.*?): (?P<message>.*)")

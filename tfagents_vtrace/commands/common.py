@@ -61,7 +61,8 @@ RUN_ONLY_FLAGS = ("strategy", "num_cpu_devices")
 def expand_config(argv: Sequence[str]) -> tuple[list[str], str | None]:
     """``argv`` with each ``--config=NAME`` / ``--config NAME`` of ``argv[1:]`` before a ``--``
     replaced, at its place, by ``--flagfile=PATH`` of ``tfagents_vtrace.api.config_path(NAME)``
-    (a shipped config's name or a flagfile's path), so that the flags after it override it.
+    (a shipped config's name, which never leaves the configs folder, or a ``.cfg`` flagfile's
+    path), so that the flags after it override it.
 
     Returns:
       ``(argv, error)``: ``error`` is the one-line message (``--config: ...``) of the first
@@ -89,9 +90,9 @@ def expand_config(argv: Sequence[str]) -> tuple[list[str], str | None]:
 
         try:
             out.append(f"--flagfile={config_path(name)}")
-        except ValueError:
+        except ValueError as e:
             out.append(f"--config={name}")
-            error = error or f"--config: {_no_config(name)}"
+            error = error or f"--config: {_no_config(name, e)}"
     return out, error
 
 
@@ -169,10 +170,11 @@ def shipped_configs() -> list[str]:
     return sorted(n[:-4] for n in os.listdir(CONFIG_DIR) if n.endswith(".cfg"))
 
 
-def _no_config(name: str) -> str:
-    if os.sep in name:
-        return f"no such file: {name}"
-    return f"no shipped config {name!r} (available: {', '.join(shipped_configs())})"
+def _no_config(name: str, error: ValueError) -> str:
+    """Why ``--config=name`` is refused (``error``: ``api.config_path``'s)."""
+    if str(error).startswith(f"config: no file {name!r} and no shipped config"):
+        return f"no shipped config {name!r} (available: {', '.join(shipped_configs())})"
+    return str(error).partition(": ")[2]
 
 
 def check_config_flag() -> None:
@@ -185,8 +187,8 @@ def check_config_flag() -> None:
 
     try:
         config_path(name)
-    except ValueError:
-        raise FlagError("config", _no_config(name)) from None
+    except ValueError as e:
+        raise FlagError("config", _no_config(name, e)) from None
     raise FlagError("config", "only on the command line (in a flagfile, write --flagfile=PATH)")
 
 
@@ -210,7 +212,8 @@ def define_train_flags(agent: str = config_flags.DEFAULT_AGENT) -> None:
         "config",
         None,
         "A shipped config by name (e.g. impala_cartpole: tfagents_vtrace/configs/NAME.cfg) or "
-        "a flagfile's path; read as --flagfile=PATH at its place, so later flags override it.",
+        "the path of a .cfg flagfile; read as --flagfile=PATH at its place, so later flags "
+        "override it.",
     )
     flags.DEFINE_string("agent", agent, "Agent name (tfagents_vtrace.agents registry).")
     flags.DEFINE_string("logdir", None, "Run directory (resumed if it holds a checkpoint).")

@@ -12,9 +12,12 @@ writes a checkpoint first (exit code 130); the same command then resumes. Bad fl
 with a one-line error naming the flag (exit code 2).
 
 ``--config=NAME`` reads a shipped config (``tfagents_vtrace/configs/NAME.cfg``, e.g.
-``impala_cartpole``) or a flagfile's path, as ``--flagfile=PATH`` at its place: later flags
-override it. The flags' defaults are those of the agent named on the command line or in its
-flagfiles, so they are declared at import, after the command line's ``--config`` is expanded.
+``impala_cartpole``; a name never leaves that folder) or a ``.cfg`` flagfile's path
+(``tfagents_vtrace.api.config_path``), as ``--flagfile=PATH`` at its place: later flags
+override it. A positional argument (``total_steps=5``, a missing ``--``) is refused in one
+line naming it (exit code 2), as absl would otherwise drop it. The flags' defaults are those
+of the agent named on the command line or in its flagfiles, so they are declared at import,
+after the command line's ``--config`` is expanded.
 """
 
 import time
