@@ -8,13 +8,16 @@ import sys
 import time
 
 import pytest
+import tensorflow as tf
 
+from tests.ray_kill import kill_process_0
 from tests.runtime.test_actor import FailingVectorEnv, short_cartpole
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime import ray_backend
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import make_driver
+from tfagents_vtrace.runtime.env_failures import EnvFailure
 
 try:
     import ray
@@ -114,6 +117,65 @@ def test_ray_actor_whose_env_raises_is_recreated(tmp_path, ray_session, pools):
     assert final["env_restarts"] >= 2  # 32 unrolls x 8 steps, plus the dropped partial ones
     assert _rows(str(tmp_path))[-1]["env_restarts"] == final["env_restarts"]
     _assert_actors_dead(pools[0])
+
+
+def _saved_steps(logdir) -> int:
+    return int(tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints")).split("-")[-1])
+
+
+def test_an_impala_actor_dying_past_its_limit_ends_the_run_with_a_checkpoint(
+    tmp_path, ray_session, pools, monkeypatch
+):
+    """A death past the limit (0 here: the first) ends the run through ``RayWorkerLost``, an
+    ``EnvFailure``: the driver saves the learner's newest state first, and the error is one
+    line naming the actor and what to do (``tfv-train`` prints it, exit 1)."""
+    monkeypatch.setattr(ray_backend, "RESTART_LIMIT", 0)
+    trainer = make_driver(_run(10**6, 1), AGENT, AGENT.Config(), NET, str(tmp_path))
+    seen = kill_process_0(trainer, ray, after_env_steps=512, times=1,
+                          pool=lambda trainer: trainer.agent.source.threads[0])  # fmt: skip
+    with pytest.raises(ray_backend.RayWorkerLost) as lost:
+        trainer.run()
+    message = str(lost.value)
+    assert isinstance(lost.value, EnvFailure) and "\n" not in message
+    assert message.startswith("Ray actor 0 died 1 time within 300 s (at most 0 replacements")
+    assert "run the same command to resume" in message and "ActorDiedError" in message
+    step = trainer.counters.env_steps
+    assert step >= seen["steps"][0] >= 512 and _saved_steps(tmp_path) == step
+    (pool,) = pools
+    assert pool.actor_restarts == [0] and not pool.is_alive()
+    _assert_actors_dead(pool)
+
+
+def test_a3c_worker_deaths_count_in_a_window_and_past_it_end_with_a_checkpoint(
+    tmp_path, ray_session, monkeypatch
+):
+    """A dead A3C worker's rollout gives its claimed steps back and the worker is replaced;
+    the death after the limit (1 here) within the window ends the run after a checkpoint of
+    the newest state, every claim still out being a call in flight."""
+    from tfagents_vtrace.agents.a3c import A3CConfig
+
+    monkeypatch.setattr(ray_backend, "RESTART_LIMIT", 1)
+    closing = {}
+    close = ray_backend.RayWorkerPool.close
+
+    def record_close(self):
+        closing.update(claimed=self.budget.claimed, pending=len(self.pending))
+        close(self)
+
+    monkeypatch.setattr(ray_backend.RayWorkerPool, "close", record_close)
+    a3c = get_agent("a3c")
+    run = RunConfig(env_id="CartPole-v1", total_steps=10**6, num_envs=2, eval_episodes=2,
+                    export_policy=False, log_every_s=0.05, backend="ray")  # fmt: skip
+    trainer = make_driver(run, a3c, A3CConfig(num_workers=2, t_max=5), NET, str(tmp_path))
+    seen = kill_process_0(trainer, ray, after_env_steps=200, times=2)
+    with pytest.raises(ray_backend.RayWorkerLost, match="^A3C Ray worker 0 died 2 times within"):
+        trainer.run()
+    source, step = trainer.agent.source, trainer.counters.env_steps
+    assert source.actor_restarts == [1, 0] and trainer.counters.env_restarts == 1
+    assert step >= seen["steps"][1] > seen["steps"][0] >= 200  # trained on between the deaths
+    assert _saved_steps(tmp_path) == step
+    assert closing["claimed"] == step + 10 * closing["pending"]  # the dead calls' went back
+    _assert_actors_dead(source)
 
 
 def _niceness() -> int:

@@ -21,16 +21,39 @@ unchanged:
   own version is older;
 * an environment that raises is recreated inside the actor (``env_restarts`` and the
   actor's timings arrive in ``info`` as with threads); a Ray actor process that dies is
-  replaced (up to ``max_actor_restarts`` times per actor id, each counted as an env
-  restart in the run's counters at once; the replacement's first call goes out once it is
-  built, as :class:`RayWorkerPool` does); an exception raised by the actor code itself is
-  fatal and reported through ``error``;
+  replaced, each replacement counted as an env restart in the run's counters at once (the
+  replacement's first call goes out once it is built, as :class:`RayWorkerPool` does);
+  an exception raised by the actor code itself is fatal and reported through ``error``;
 * on stop (end of training or any exception in the learner) every Ray actor is killed, and
   Ray is shut down if the pool started it;
 * the actors are owned by the training process, not detached: when it dies however it dies
   (SIGKILL included), Ray ends them with it, so a dead run holds no cluster CPUs, and the
   same command resumes from the checkpoint with new actors (an actor holds nothing the
   checkpoint lacks: weights come from the learner, its environments start new episodes).
+
+Restart limits count deaths in a window, as RLlib's ``restart_failed_env_runners`` keeps a
+run going through occasional failures: a process of one actor id that dies more than
+``RESTART_LIMIT`` (5) times within ``RESTART_WINDOW_S`` (300 s) ends the run with
+:class:`RayWorkerLost`, an :class:`~tfagents_vtrace.runtime.env_failures.EnvFailure`, so the
+driver first saves a checkpoint of the learner (which lost nothing) and ``tfv-train`` ends
+with one line naming the actor, its last error and what to do (exit 1). Deaths further apart
+(an OOM kill now and then, a node lost and replaced) never end a run. A dead call's claimed
+environment steps go back to the step budget.
+
+Signals: ``ray.init`` installs its own SIGTERM handler (Python's ``sys.exit``, and Ray's core
+worker a C++ failure-signal handler that dumps a stack on SIGTERM), which replaced the run's
+"checkpoint, then stop" handler. :func:`init_ray` puts the Python handlers of SIGINT, SIGTERM
+and SIGHUP that were in place before ``ray.init`` back right after it (re-installing a Python
+handler also replaces the C++ one), and blocks SIGINT and SIGHUP in the thread that starts
+Ray's own processes (GCS, raylet, agents: they share the terminal's process group, and a
+blocked mask is inherited by a child and its children), so a Ctrl-C or a closed terminal
+reaches the training process, which checkpoints and shuts Ray down, rather than killing
+Ray under it. Each actor process (:class:`HostProcess`) ignores SIGINT and SIGHUP too.
+
+A given ``--ray_address`` must answer within ``CONNECT_TIMEOUT_S`` (30 s): its port is
+probed first, and Ray's own connection is limited to one attempt (``ray.init`` retries an
+address that does not answer for many minutes, printing ``Failed to connect to GCS``), so a
+wrong address ends the start with one line naming ``ray_address`` (a ``ValueError``: exit 2).
 
 Under ``strategy="multi_worker"`` every learner worker process is a Ray driver with a pool
 of its own ``num_actors`` actors (seeded by its worker role) feeding only its own learner.
@@ -47,16 +70,21 @@ backend without Ray installed raises ``ImportError`` saying ``pip install .[ray]
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
 import logging
 import math
 import os
 import queue
+import signal
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from tfagents_vtrace.runtime.actor import put_until_stopped
+from tfagents_vtrace.runtime.env_failures import ActingError, EnvFailure
 from tfagents_vtrace.runtime.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
@@ -65,6 +93,25 @@ RAY_MISSING = (
     "backend='ray' needs Ray, which is not installed: pip install .[ray] "
     "(or pip install 'ray[default]==2.60.0')"
 )
+
+
+RESTART_LIMIT = 5
+"""Deaths of one actor id's process within ``RESTART_WINDOW_S`` that are replaced; one more
+ends the run (:class:`RayWorkerLost`)."""
+RESTART_WINDOW_S = 300.0
+"""The window (seconds) in which :data:`RESTART_LIMIT` counts deaths."""
+CONNECT_TIMEOUT_S = 30.0
+"""How long a given ``ray_address`` may take to accept a connection."""
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals whose Python handlers :func:`init_ray` keeps across ``ray.init``."""
+
+
+class RayWorkerLost(EnvFailure):
+    """A Ray actor or worker process died more than ``RESTART_LIMIT`` times within
+    ``RESTART_WINDOW_S``: the run ends after a checkpoint (an
+    :class:`~tfagents_vtrace.runtime.env_failures.EnvFailure`, which the driver saves on);
+    ``str(error)`` is one line for the user."""
 
 
 def import_ray():
@@ -76,9 +123,35 @@ def import_ray():
     return ray
 
 
+@contextlib.contextmanager
+def keep_signal_handlers() -> Iterator[None]:
+    """Inside, SIGINT and SIGHUP are blocked in this thread (processes started meanwhile
+    inherit the mask: Ray's services ignore a Ctrl-C or a hang-up sent to the terminal's
+    process group); on leaving, the Python handlers of :data:`STOP_SIGNALS` from before are
+    installed again and the mask restored (a signal that arrived meanwhile is handled then).
+
+    ``ray.init`` replaces the SIGTERM handler (module docstring); installing a Python handler
+    again also takes the signal back from the C++ handler Ray's core worker set. Outside the
+    main thread (where no handler can be set) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            if handler is not None:  # None: set outside Python, nothing to put back
+                signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 def init_local_ray(num_cpus: int, **kwargs) -> None:
     """Starts a private Ray on this machine (``ray.init(address="local")``: a new instance
-    even if a cluster runs here) whose worker processes run at niceness 0.
+    even if a cluster runs here) whose worker processes run at niceness 0, keeping the
+    process's signal handlers (:func:`keep_signal_handlers`).
 
     Ray starts its workers at niceness 15 by default, which suits a cluster node where they
     should yield to Ray's own services; here they are the run's actors, sharing the cores with
@@ -89,7 +162,81 @@ def init_local_ray(num_cpus: int, **kwargs) -> None:
     ray = import_ray()
     if "RAY_worker_niceness" not in os.environ:
         kwargs["_system_config"] = {"worker_niceness": 0, **kwargs.get("_system_config", {})}
-    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **kwargs)
+    with keep_signal_handlers():
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **kwargs)
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of ``"HOST:PORT"`` or ``"ray://HOST:PORT"``; None for ``"auto"`` and
+    other forms Ray resolves itself. Raises ValueError naming ``ray_address`` for a port that
+    is not a number."""
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rstrip("/").rpartition(":")
+    if not sep or not host:
+        return None
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            f"ray_address: expected HOST:PORT (e.g. 127.0.0.1:6379) or 'auto', received {address!r}"
+        )
+    return host.strip("[]"), int(port)
+
+
+def probe_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Raises ValueError naming ``ray_address`` unless ``address``'s host accepts a TCP
+    connection on its port within ``timeout_s`` (a refused connection or an unknown host
+    fails at once)."""
+    target = _host_port(address)
+    if target is None:
+        return
+    try:
+        with socket.create_connection(target, timeout=timeout_s):
+            return
+    except OSError as error:
+        reason = error.strerror or (
+            f"no answer within {timeout_s:g} s"
+            if isinstance(error, TimeoutError)
+            else type(error).__name__
+        )
+    raise ValueError(
+        f"ray_address: no Ray cluster answers at {address} ({reason}); start one there "
+        f"(ray start --head --port=PORT) and pass its address, or leave --ray_address unset "
+        f"to start a private Ray with the run"
+    )
+
+
+def init_ray(address: str | None, num_cpus: int) -> None:
+    """Connects to the Ray cluster at ``address``, or starts a private one with ``num_cpus``
+    (:func:`init_local_ray`) when it is None, keeping the process's signal handlers.
+
+    A given address is probed first (:func:`probe_address`) and Ray tries it once (unless
+    ``RAY_gcs_server_port_wait_time_s`` is set): Ray's own retries of an address that
+    does not answer last many minutes. Raises ValueError naming ``ray_address`` when it
+    cannot be reached.
+    """
+    if not address:
+        init_local_ray(num_cpus)
+        return
+    probe_address(address)
+    ray = import_ray()
+    variable = "RAY_gcs_server_port_wait_time_s"  # Ray's connection attempts, ~40 s each
+    set_here = variable not in os.environ
+    if set_here:
+        os.environ[variable] = "1"
+    try:
+        with keep_signal_handlers():
+            ray.init(address=address, log_to_driver=True)
+    except (ConnectionError, RuntimeError) as error:
+        if ray.is_initialized():
+            raise
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(
+            f"ray_address: cannot connect to a Ray cluster at {address} ({first}); check "
+            f"the address and that the cluster runs this Ray version, or leave --ray_address "
+            f"unset to start a private Ray with the run"
+        ) from None
+    finally:
+        if set_here:
+            os.environ.pop(variable, None)
 
 
 def check_run_config(run) -> None:
@@ -119,10 +266,15 @@ def host_env_factory(env_factory: Callable | None, num_envs: int):
 
 
 class HostProcess:
-    """Base of a Ray actor body: limits TensorFlow's threads in the new process before it runs
-    anything, registers the project's env ids, and answers :meth:`pid`."""
+    """Base of a Ray actor body: ignores SIGINT and SIGHUP (a Ctrl-C or a closed terminal is
+    for the training process, which checkpoints and then ends its actors), limits
+    TensorFlow's threads in the new process before it runs anything, registers the project's
+    env ids, and answers :meth:`pid`."""
 
     def __init__(self, tf_threads: int = 1):
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_IGN)
         import tensorflow as tf
 
         try:  # before TensorFlow runs anything in this process
@@ -181,6 +333,51 @@ def load_weights(actor, version: int, weights_ref: list) -> list | None:
     return weights
 
 
+class DeathWindow:
+    """The deaths of one actor id in a sliding window: :meth:`add` records one and says
+    whether it may be replaced (at most ``limit`` deaths within the last ``window_s``
+    seconds), so occasional deaths never add up to the end of a run while a process that
+    keeps dying ends it soon. ``clock`` gives the time (tests pass their own)."""
+
+    def __init__(self, limit: int, window_s: float, clock: Callable[[], float] = time.monotonic):
+        if int(limit) < 0 or not float(window_s) > 0:
+            raise ValueError(
+                f"max_actor_restarts, restart_window_s: expected >= 0 and > 0, received "
+                f"{limit}, {window_s}"
+            )
+        self.limit, self.window_s, self.clock = int(limit), float(window_s), clock
+        self.times: collections.deque = collections.deque()
+
+    def count(self) -> int:
+        """Deaths within the last ``window_s``."""
+        start = self.clock() - self.window_s
+        while self.times and self.times[0] <= start:
+            self.times.popleft()
+        return len(self.times)
+
+    def add(self) -> bool:
+        """Records a death now; whether the deaths within the window are still at most
+        ``limit``."""
+        self.times.append(self.clock())
+        return self.count() <= self.limit
+
+
+def one_line(error: BaseException) -> str:
+    """``"Type: first line of the message"`` (Ray's errors run over several lines)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def ray_logs_dir() -> str:
+    """The log directory of this process's Ray session (Ray's default when unknown)."""
+    try:
+        from ray._private import worker
+
+        return os.path.join(worker._global_node.get_session_dir_path(), "logs")
+    except Exception:  # noqa: BLE001 - a private API: fall back to the default place
+        return "/tmp/ray/session_latest/logs"
+
+
 class RayProcesses:
     """Ray actor processes of one host class, by id: started together, replaced when one
     dies, killed at the end; weights go to them by version.
@@ -197,7 +394,11 @@ class RayProcesses:
         ``max(cpu_count, ceil(num_actors * actor_cpus))`` CPUs, shut down at the end.
         Ignored if Ray is already initialised in this process.
       actor_cpus: CPUs each Ray actor reserves (fractions pack several actors on a core).
-      max_actor_restarts: replacements of a dead actor process per actor id.
+      max_actor_restarts: replacements of one actor id's dead process within
+        ``restart_window_s``; the next death within it raises :class:`RayWorkerLost`
+        (None: :data:`RESTART_LIMIT`).
+      restart_window_s: the window (seconds) in which deaths count (None:
+        :data:`RESTART_WINDOW_S`).
       start_timeout_s: how long :meth:`launch` waits for every actor to be built.
     """
 
@@ -205,12 +406,15 @@ class RayProcesses:
     what = "Ray actor"
 
     def __init__(self, num_actors: int, *, address: str | None = None, actor_cpus: float = 1.0,
-                 max_actor_restarts: int = 3, start_timeout_s: float = 600.0):  # fmt: skip
+                 max_actor_restarts: int | None = None, restart_window_s: float | None = None,
+                 start_timeout_s: float = 600.0):  # fmt: skip
         if num_actors < 1:
             raise ValueError(f"num_actors: expected >= 1, received {num_actors}")
         self.num_actors = int(num_actors)
         self.address, self.actor_cpus = address, float(actor_cpus)
-        self.max_actor_restarts = int(max_actor_restarts)
+        limit = RESTART_LIMIT if max_actor_restarts is None else max_actor_restarts
+        window_s = RESTART_WINDOW_S if restart_window_s is None else restart_window_s
+        self.deaths = [DeathWindow(limit, window_s) for _ in range(self.num_actors)]
         self.start_timeout_s = float(start_timeout_s)
         self.handles: list = []
         self.actor_restarts = [0] * self.num_actors
@@ -228,11 +432,8 @@ class RayProcesses:
         failure kills what started (and Ray, if this started it) and raises."""
         ray = import_ray()
         if not ray.is_initialized():
-            if self.address:
-                ray.init(address=self.address, log_to_driver=True)
-            else:  # "local": a new instance even if a cluster runs on this machine
-                cpus = max(os.cpu_count() or 1, math.ceil(self.num_actors * self.actor_cpus))
-                init_local_ray(cpus)
+            cpus = max(os.cpu_count() or 1, math.ceil(self.num_actors * self.actor_cpus))
+            init_ray(self.address, cpus)  # None: "local", a new instance even beside a cluster
             self._owns_ray = True
         try:
             self.handles = [self._new_actor(i) for i in range(self.num_actors)]
@@ -289,15 +490,22 @@ class RayProcesses:
         return self._weights_version, [self._weights_ref]
 
     def _replace(self, actor_id: int, error: BaseException) -> None:
-        """Replaces a dead actor process (its environments died with it: one env restart)."""
-        if self.actor_restarts[actor_id] >= self.max_actor_restarts:
-            raise RuntimeError(
-                f"{self.what} {actor_id} died {self.actor_restarts[actor_id] + 1} times; "
-                f"last error: {error!r}"
+        """Replaces a dead actor process (its environments died with it: one env restart);
+        raises :class:`RayWorkerLost` when its deaths within the window pass the limit."""
+        window = self.deaths[actor_id]
+        if not window.add():
+            deaths = window.count()
+            raise RayWorkerLost(
+                f"{self.what} {actor_id} died {deaths} time{'s' * (deaths != 1)} within "
+                f"{window.window_s:g} s (at most {window.limit} replacements per "
+                f"{window.window_s:g} s); last error: {one_line(error)}. The checkpoint holds "
+                f"the newest state: find the cause in the Ray worker logs ({ray_logs_dir()}; "
+                f"often memory, or a crash in the environment), then run the same command to "
+                f"resume"
             ) from error
         self.actor_restarts[actor_id] += 1
         self._env_restarts[actor_id] += 1
-        log.warning("%s %d died (%r); replacing it", self.what, actor_id, error)
+        log.warning("%s %d died (%s); replacing it", self.what, actor_id, one_line(error))
         try:
             import_ray().kill(self.handles[actor_id], no_restart=True)
         except Exception:  # noqa: BLE001 - already gone
@@ -330,17 +538,20 @@ class RayActorPool(RayProcesses, threading.Thread):
       env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
       counters: the run's counters, which count a replaced actor's restart at once (None:
         when its successor's first unroll arrives).
-      address, actor_cpus, max_actor_restarts, start_timeout_s: see :class:`RayProcesses`.
+      address, actor_cpus, max_actor_restarts, restart_window_s, start_timeout_s: see
+        :class:`RayProcesses`.
     """
 
     def __init__(self, spec, num_actors: int, store, out: queue.Queue, stop: threading.Event,
                  *, env_factory=None, counters=None, address: str | None = None,
-                 actor_cpus: float = 1.0, max_actor_restarts: int = 3,
+                 actor_cpus: float = 1.0, max_actor_restarts: int | None = None,
+                 restart_window_s: float | None = None,
                  start_timeout_s: float = 600.0):  # fmt: skip
         threading.Thread.__init__(self, name="ray-actors", daemon=True)
         RayProcesses.__init__(
             self, num_actors, address=address, actor_cpus=actor_cpus,
-            max_actor_restarts=max_actor_restarts, start_timeout_s=start_timeout_s,
+            max_actor_restarts=max_actor_restarts, restart_window_s=restart_window_s,
+            start_timeout_s=start_timeout_s,
         )  # fmt: skip
         self.spec, self.counters = spec, counters
         self.store, self.out, self.stop = store, out, stop
@@ -371,7 +582,8 @@ class RayActorPool(RayProcesses, threading.Thread):
             self._drive()
         except BaseException as error:  # noqa: BLE001 - reported by the learner loop
             self.error = error
-            log.exception("Ray actor pool failed")
+            if not isinstance(error, ActingError):  # whose one line the run's end prints
+                log.exception("Ray actor pool failed")
         finally:
             self._shutdown()
 
@@ -421,8 +633,8 @@ class RayWorkerPool(RayProcesses):
     that now include its own update. An empty result (the worker's environment raised and
     was recreated) and the call of a process that died give their claim back; a dead process
     is replaced, its restart counted at once (``counters``' ``env_restarts``), and its next
-    call sent once the replacement is built. Other errors of a worker's code raise from
-    :meth:`advance`.
+    call sent once the replacement is built; past the restart limit :meth:`advance` raises
+    :class:`RayWorkerLost`. Other errors of a worker's code raise from :meth:`advance`.
 
     A subclass sets ``host_class`` and defines :meth:`host_args`, :meth:`call` and
     :meth:`apply`, and the weights it sends as a store (``version``, ``get()``, see

@@ -26,11 +26,14 @@ checkpoint never holds half an update. Rollouts are claimed from the run's
 :class:`~tfagents_vtrace.runtime.step_budget.StepBudget` before they are sent, so the run
 ends within one rollout of ``total_steps`` as with threads. A rollout whose environment
 raised comes back empty (the environment was recreated in the worker; its claim goes back);
-a worker process that dies is replaced (``max_actor_restarts`` times per worker, each one
-counted in ``env_restarts``) and its rollout dropped; an exception of the worker's code is
-fatal. The pool's loop, process start-up, replacement, weights by version and the kill on
-stop are :class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s (shared with ACER's
-Ray workers; its :class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses` with IMPALA's
+a worker process that dies is replaced (each one counted in ``env_restarts``) and its
+rollout dropped, its claimed steps given back to the budget; one worker dying more than
+``RESTART_LIMIT`` times within ``RESTART_WINDOW_S`` ends the run with
+:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerLost` after a checkpoint (one line,
+exit 1). An exception of the worker's code is fatal. The pool's loop, process start-up,
+replacement, weights by version and the kill on stop are
+:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s (shared with ACER's Ray
+workers; its :class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses` with IMPALA's
 actors).
 """
 
@@ -105,7 +108,8 @@ class RayWorkers(RayWorkerPool):
       counters: the run's counters.
       start, total: the restored and the final environment step.
       env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
-      ray_options: ``address``, ``actor_cpus``, ``max_actor_restarts``, ``start_timeout_s``
+      ray_options: ``address``, ``actor_cpus``, ``max_actor_restarts``,
+        ``restart_window_s``, ``start_timeout_s``
         (:class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses`).
     """
 

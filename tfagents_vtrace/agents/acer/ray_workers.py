@@ -33,7 +33,12 @@ with (a thread re-syncs before each replay update), so they are up to ``n_times_
 updates staler, plus the other workers' updates in between (``policy_lag``).
 
 The pool's loop, process start-up and replacement, the step budget and the kill on stop are
-:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s, shared with A3C.
+:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s, shared with A3C: a dead
+worker's call is dropped (its open episode discarded, its claimed steps given back) and its
+process replaced, and one dying more than ``RESTART_LIMIT`` times within
+``RESTART_WINDOW_S`` ends the run with
+:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerLost` after a checkpoint (replay
+included).
 """
 
 from __future__ import annotations

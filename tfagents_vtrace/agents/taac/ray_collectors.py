@@ -20,9 +20,12 @@ the inline run's. One call is in flight per collector, so collectors wait for th
 and never outrun that ratio; the policy that acts is at most one call's updates (times the
 other collectors') old (``policy_lag``).
 
-A collector process that dies is replaced and counted in ``env_restarts``; its stream's
-newest step is marked ``is_last`` (the replacement starts new episodes there), as every
-stream is on resume. The replay (all streams) is archived with each checkpoint by the
+A collector process that dies is replaced and counted in ``env_restarts`` (its claimed
+steps go back to the budget); its stream's newest step is marked ``is_last`` (the
+replacement starts new episodes there), as every stream is on resume. One dying more than
+``RESTART_LIMIT`` times within ``RESTART_WINDOW_S`` ends the run with
+:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerLost` after a checkpoint (replay
+included). The replay (all streams) is archived with each checkpoint by the
 driver. The pool's loop, step budget, process start-up, replacement and kill on stop are
 :class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s, shared with A3C and ACER.
 """
