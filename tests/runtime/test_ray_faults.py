@@ -259,17 +259,17 @@ def _stop_and_check(proc, logdir, err_path, send) -> int:
 
 @requires_ray
 @pytest.mark.slow  # two training processes, each a private Ray with two actors
-def test_sigterm_and_a_terminals_ctrl_c_under_ray_checkpoint_and_the_run_resumes(tmp_path):
+def test_sigterm_and_a_closed_terminal_under_ray_checkpoint_and_the_run_resumes(tmp_path):
     """SIGTERM under ``--backend=ray`` aborted with a C++ stack dump and no checkpoint (Ray's
     handler replaced the run's); now it checkpoints and exits 130, and the same command
-    resumes; a Ctrl-C in its terminal (SIGINT to the whole process group, Ray's services
-    included) checkpoints it again."""
+    resumes; a closed terminal (SIGHUP to the whole process group, Ray's services included)
+    checkpoints it again."""
     logdir = str(tmp_path / "run")
     cmd = _train(logdir, "--total_steps=100000000", "--eval_every=0", "--log_every_s=0.5")
     saved = []
     for name, send in [
         ("first", lambda proc: proc.send_signal(signal.SIGTERM)),
-        ("resumed", lambda proc: os.killpg(proc.pid, signal.SIGINT)),
+        ("resumed", lambda proc: os.killpg(proc.pid, signal.SIGHUP)),
     ]:
         err_path = tmp_path / f"{name}.err"
         with open(err_path, "w") as err:
@@ -286,3 +286,50 @@ def test_sigterm_and_a_terminals_ctrl_c_under_ray_checkpoint_and_the_run_resumes
     with open(os.path.join(logdir, "metrics.jsonl")) as f:
         steps = [json.loads(line)["step"] for line in f]
     assert steps == sorted(set(steps))
+
+
+def _worker_pids(session: int) -> list[int]:
+    """The A3C Ray worker processes of the session ``session``, oldest first."""
+    out = subprocess.run(["ps", "-s", str(session), "-o", "pid=,comm="], capture_output=True,
+                         text=True).stdout  # fmt: skip
+    return sorted(int(line.split()[0]) for line in out.splitlines() if "WorkerHost" in line)
+
+
+@requires_ray
+@pytest.mark.long  # six worker processes built one after another, each importing TensorFlow
+def test_a3c_workers_killed_again_and_again_then_past_the_limit_end_with_a_checkpoint(tmp_path):
+    """The issue's run: one A3C worker id's process killed over and over. Four deaths (the
+    old limit was three over the whole run) are replaced and training goes on; the sixth
+    within 300 s ends the run with a checkpoint of the newest step and one line, exit 1."""
+    logdir = str(tmp_path / "run")
+    cmd = [sys.executable, "-m", "experiments.train", "--config=a3c_cartpole",
+           "--backend=ray", "--num_workers=2", f"--logdir={logdir}",
+           "--total_steps=100000000", "--eval_every=0", "--log_every_s=0.5"]  # fmt: skip
+    err_path = tmp_path / "err"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=ENV, cwd=ROOT,
+                                start_new_session=True)  # fmt: skip
+    try:
+        _wait(lambda: _last_step(logdir) > 0, 300, "first row", proc)
+        killed, steps = [0], []
+        for _ in range(6):  # each time the newest process: the replacement of the last one
+            _wait(lambda: max(_worker_pids(proc.pid), default=0) > killed[-1], 300,
+                  "replacement", proc)  # fmt: skip
+            time.sleep(1.0)
+            killed.append(max(_worker_pids(proc.pid)))
+            steps.append(_last_step(logdir))
+            os.kill(killed[-1], signal.SIGKILL)
+            if len(steps) == 4:  # four deaths: the run goes on
+                _wait(lambda: _last_step(logdir) > steps[-1] + 1000, 120, "row", proc)
+        assert proc.wait(timeout=120) == 1, err_path.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    saved = max(complete_steps(os.path.join(logdir, "checkpoints")))
+    errors = [line for line in err_path.read_text().splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err_path.read_text()
+    assert errors[0].startswith("error: A3C Ray worker ")
+    assert " died 6 times within 300 s (at most 5 replacements per 300 s); " in errors[0]
+    assert f"{logdir}/checkpoints/ckpt-{saved} " in errors[0]  # the driver's note
+    assert saved > steps[3] > 0

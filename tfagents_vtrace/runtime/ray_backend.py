@@ -363,9 +363,10 @@ class DeathWindow:
 
 
 def one_line(error: BaseException) -> str:
-    """``"Type: first line of the message"`` (Ray's errors run over several lines)."""
+    """``"Type: first line of the message"`` without its final period (Ray's errors run over
+    several lines)."""
     lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    return f"{type(error).__name__}: {lines[0].rstrip('.')}" if lines else type(error).__name__
 
 
 def ray_logs_dir() -> str:
@@ -498,10 +499,9 @@ class RayProcesses:
             raise RayWorkerLost(
                 f"{self.what} {actor_id} died {deaths} time{'s' * (deaths != 1)} within "
                 f"{window.window_s:g} s (at most {window.limit} replacements per "
-                f"{window.window_s:g} s); last error: {one_line(error)}. The checkpoint holds "
-                f"the newest state: find the cause in the Ray worker logs ({ray_logs_dir()}; "
-                f"often memory, or a crash in the environment), then run the same command to "
-                f"resume"
+                f"{window.window_s:g} s); last error: {one_line(error)}; find the cause in "
+                f"the Ray worker logs ({ray_logs_dir()}: often memory, or a crash in the "
+                f"environment), then run the same command to resume from the checkpoint"
             ) from error
         self.actor_restarts[actor_id] += 1
         self._env_restarts[actor_id] += 1
