@@ -145,18 +145,53 @@ class Policy:
         return (action[0] if single else action), new_state
 
 
+class PolicyLoadError(ValueError):
+    """The directory given as a policy holds no policy that loads: ``damaged`` when its files
+    are cut or missing (a fault: export it again), else it is no exported policy at all (no
+    SavedModel, or one without the export contract's ``greedy_action``). ``str(error)`` is
+    one line naming the path and the cause."""
+
+    def __init__(self, path: str, cause: str, damaged: bool):
+        self.path, self.damaged = path, damaged
+        super().__init__(f"policy: cannot load {path!r}: {cause}")
+
+
+def _load_problem(path: str, error: BaseException) -> tuple[str, bool]:
+    """``(cause, damaged)`` of a SavedModel at ``path`` that failed to load with ``error``,
+    from its files (TensorFlow's own message names a protobuf or a tensor slice reader)."""
+    pb, variables = os.path.join(path, "saved_model.pb"), os.path.join(path, "variables")
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+    redo = "; export it again (tfv-export --logdir=RUN --overwrite)"
+    if os.path.getsize(pb) == 0:
+        return "saved_model.pb is empty" + redo, True
+    if "Cannot parse file" in text or "Wire format" in text:
+        return "saved_model.pb is truncated or corrupt" + redo, True
+    if isinstance(error, AttributeError):
+        return f"not an exported policy ({text})", False
+    if not os.path.isdir(variables):
+        return "its variables/ directory is missing" + redo, True
+    if not os.path.isfile(os.path.join(variables, "variables.index")):
+        return "variables/variables.index is missing" + redo, True
+    return f"its files do not read back ({type(error).__name__}: {text})" + redo, True
+
+
 def load_policy(path: str | os.PathLike) -> Policy:
     """The exported policy at ``path`` (a SavedModel directory) as a :class:`Policy`.
 
     Raises:
-      ValueError: naming ``path`` when it holds no SavedModel.
+      PolicyLoadError: (a ValueError) naming ``path`` when it holds no SavedModel, one whose
+        files are cut or missing (``damaged``), or one that is not an exported policy.
     """
     from tfagents_vtrace.tf_paths import load_saved_model
 
     path = os.fspath(path)
     if not os.path.isfile(os.path.join(path, "saved_model.pb")):
-        raise ValueError(f"path: no SavedModel at {path!r} (expected {path}/saved_model.pb)")
-    return Policy(load_saved_model(path), path)
+        raise PolicyLoadError(path, f"no SavedModel (expected {path}/saved_model.pb)", False)
+    try:
+        return Policy(load_saved_model(path), path)
+    except Exception as e:  # noqa: BLE001 - TensorFlow raises OSError, ValueError, IndexError...
+        cause, damaged = _load_problem(path, e)
+        raise PolicyLoadError(path, cause, damaged) from e
 
 
 def as_policy(policy: Any) -> Policy:

@@ -240,3 +240,90 @@ def test_policy_env_mismatch_names_both_shapes(cartpole_policy_path):
         with pytest.raises(evaluate.FlagError) as e:
             evaluate.check_policy_env(io, "X", obs_space, act_space, "P")
         assert str(e.value) == "--env: " + message
+
+
+# ------------------------------------------------------------------------- a damaged policy
+def _damage(path, how):
+    """``path`` (a copy of an exported policy) damaged as a kill, a full disk or a careless
+    copy leaves it."""
+    import glob
+    import shutil
+
+    pb = os.path.join(path, "saved_model.pb")
+    variables = os.path.join(path, "variables")
+    if how == "truncated_pb":
+        os.truncate(pb, os.path.getsize(pb) // 3)
+    elif how == "empty_pb":
+        open(pb, "wb").close()
+    elif how == "garbage_pb":
+        open(pb, "wb").write(b"\xff" * 512)
+    elif how == "no_variables":
+        shutil.rmtree(variables)
+    elif how == "no_index":
+        os.remove(os.path.join(variables, "variables.index"))
+    elif how == "truncated_data":
+        (data,) = glob.glob(os.path.join(variables, "variables.data-*"))
+        os.truncate(data, 50)
+    elif how == "no_data":
+        (data,) = glob.glob(os.path.join(variables, "variables.data-*"))
+        os.remove(data)
+
+
+DAMAGE = {
+    "truncated_pb": "saved_model.pb is truncated or corrupt",
+    "empty_pb": "saved_model.pb is empty",
+    "garbage_pb": "saved_model.pb is truncated or corrupt",
+    "no_variables": "its variables/ directory is missing",
+    "no_index": "variables/variables.index is missing",
+    "truncated_data": "its files do not read back (",
+    "no_data": "its files do not read back (",
+}
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_load_policy_of_a_damaged_export_raises_one_error_naming_it(
+    cartpole_policy_path, tmp_path, how
+):
+    import shutil
+
+    import tfagents_vtrace as tv
+    from tfagents_vtrace.playing import PolicyLoadError
+
+    path = str(tmp_path / "policy")
+    shutil.copytree(cartpole_policy_path, path)
+    _damage(path, how)
+    for load in (tv.load_policy, lambda p: tv.evaluate(p, "CartPole-v1", episodes=1)):
+        with pytest.raises(PolicyLoadError) as raised:
+            load(path)
+        message = str(raised.value)
+        assert message.startswith(f"policy: cannot load {path!r}: {DAMAGE[how]}"), message
+        assert "\n" not in message and raised.value.damaged
+
+
+def test_load_policy_of_a_savedmodel_that_is_no_policy_says_so(tmp_path):
+    from tfagents_vtrace.playing import PolicyLoadError, load_policy
+
+    module = tf.Module()
+    module.f = tf.function(lambda x: x + 1, input_signature=[tf.TensorSpec([], tf.float32)])
+    tf.saved_model.save(module, str(tmp_path / "other"))
+    with pytest.raises(PolicyLoadError, match=r"^policy: cannot load .*: not an exported policy"):
+        load_policy(str(tmp_path / "other"))
+    with pytest.raises(PolicyLoadError, match=r"^policy: cannot load .*: no SavedModel") as e:
+        load_policy(str(tmp_path))
+    assert not e.value.damaged and isinstance(e.value, ValueError)
+
+
+@pytest.mark.slow  # subprocesses importing TensorFlow
+def test_cli_on_a_damaged_policy_is_one_line_and_exit_1(cartpole_policy_path, tmp_path):
+    import shutil
+
+    for how in ("truncated_pb", "no_variables"):  # the issue's two cases
+        path = str(tmp_path / how)
+        shutil.copytree(cartpole_policy_path, path)
+        _damage(path, how)
+        out = _cli(f"--policy={path}", "--env=CartPole-v1", "--episodes=1")
+        lines = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+        assert lines == [f"error: --policy: cannot load {path!r}: {DAMAGE[how]}; export it again "
+                         "(tfv-export --logdir=RUN --overwrite)"], out.stderr[-2000:]  # fmt: skip
+        assert out.stdout == ""

@@ -33,6 +33,7 @@ from typing import Any, NoReturn
 from absl import app, flags
 
 EXIT_USAGE = 2
+EXIT_FAULT = 1
 
 
 class FlagError(ValueError):
@@ -48,6 +49,14 @@ def fail(message: str) -> NoReturn:
     sys.stdout.flush()
     print(f"error: {message}", file=sys.stderr, flush=True)
     raise SystemExit(EXIT_USAGE)
+
+
+def fault(message: str) -> NoReturn:
+    """Prints ``error: message`` on stderr and exits with code 1: a fault (a damaged file, a
+    failing environment, memory running out), not a bad argument."""
+    sys.stdout.flush()
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(EXIT_FAULT)
 
 
 def as_flag_message(message: str) -> str:

@@ -16,7 +16,9 @@ contributing once it has run its share, so short episodes are not over-sampled.
 
 Bad flags end with one line on stderr and exit code 2 (``commands.cli``): the counts, the
 ``--policy`` directory, the ``--env`` id, and whether the env's observation and action spaces
-are those the policy was exported for (its input signature and ``metadata``).
+are those the policy was exported for (its input signature and ``metadata``). A ``--policy``
+whose files are damaged (a truncated ``saved_model.pb``, a missing ``variables/``) ends with
+one line naming it and the cause, and exit code 1 (``playing.PolicyLoadError``).
 """
 
 import time
@@ -37,6 +39,7 @@ from absl import flags  # noqa: E402
 from tfagents_vtrace.commands.cli import (  # noqa: E402
     FlagError,
     check_int,
+    fault,
     reports_flag_errors,
     run,
 )
@@ -215,11 +218,17 @@ def main(argv: list[str]) -> None:
     observation_space, action_space = env_spaces(FLAGS.env, env_kwargs)
     import tensorflow as tf
 
-    from tfagents_vtrace.tf_paths import load_saved_model
+    from tfagents_vtrace.playing import PolicyLoadError, load_policy
 
     tf.random.set_seed(FLAGS.seed)
-    policy = load_saved_model(FLAGS.policy)
-    check_policy_env(policy_io(policy), FLAGS.env, observation_space, action_space, FLAGS.policy)
+    try:
+        policy = load_policy(FLAGS.policy)
+    except PolicyLoadError as e:
+        if not e.damaged:  # a directory that is no exported policy: a bad --policy
+            raise FlagError("policy", str(e).partition(": ")[2]) from None
+        fault(f"--{e}")
+    io = policy_io(policy.saved_model)
+    check_policy_env(io, FLAGS.env, observation_space, action_space, FLAGS.policy)
     returns, lengths = run_episodes(
         policy,
         FLAGS.env,

@@ -26,7 +26,9 @@ checked against a SavedModel whose ``greedy_action`` has ``epsilon_greedy=0``, a
 A run directory without config or checkpoint, or whose env id is not a registered gymnasium
 id (``config.json`` is data: a ``module:`` prefix, which gymnasium would import, is refused),
 a PATH that may not be written, a format the run's agent cannot export or whose extra is not
-installed, ends with one line on stderr and exit code 2 (``commands.cli``).
+installed, ends with one line on stderr and exit code 2 (``commands.cli``). A run whose
+checkpoints are all damaged (none reads back whole) ends with one line naming them and exit
+code 1.
 """
 
 import importlib.util
@@ -40,6 +42,7 @@ from absl import flags  # noqa: E402
 from tfagents_vtrace.commands.cli import (  # noqa: E402
     FlagError,
     check_int,
+    fault,
     flag_error_from,
     reports_flag_errors,
     run,
@@ -182,6 +185,13 @@ def parity_check(network, path: str, fmt: str, env_id: str, steps: int, env_kwar
         env.close()
 
 
+def _damaged_checkpoints(error: ValueError) -> None:
+    """Ends the program (exit code 1) when ``error`` says no checkpoint of the run reads back
+    whole (``checkpointing.intact_checkpoint``): damaged files, not a bad flag."""
+    if "no intact checkpoint in" in str(error):
+        fault(f"--{error}")
+
+
 @reports_flag_errors
 def main(argv) -> None:
     del argv
@@ -216,12 +226,20 @@ def main(argv) -> None:
             raise FlagError("format", f"{agent_name} runs export {', '.join(formats)} only")
         if FLAGS.check and agent.check_export is None:
             raise FlagError("check", f"{agent_name} runs have no parity check")
-        path = agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite, fmt=fmt)
+        try:
+            path = agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite, fmt=fmt)
+        except ValueError as e:
+            _damaged_checkpoints(e)
+            raise
         print(path, flush=True)
         if FLAGS.check:
             _report(agent.check_export(FLAGS.logdir, path, fmt=fmt, steps=FLAGS.check_steps))
         return
-    network = restore_network(FLAGS.logdir)
+    try:
+        network = restore_network(FLAGS.logdir)
+    except ValueError as e:
+        _damaged_checkpoints(e)
+        raise
     write = {"saved_model": export_policy, "tflite": export_tflite, "onnx": export_onnx}[fmt]
     path = write(network, output, overwrite=FLAGS.overwrite)
     print(path, flush=True)
