@@ -326,3 +326,50 @@ def _fields_as_flags() -> Iterator[None]:
         if not sep or flag is None:
             raise
         raise FlagError(flag, message) from e
+
+
+MEMORY_ERRORS = ("MemoryError", "ResourceExhaustedError")
+"""Exception class names (the error's or a base's) that mean memory ran out: Python's and
+numpy's ``MemoryError``, TensorFlow's ``ResourceExhaustedError`` (an allocation refused)."""
+
+
+def first_line(error: BaseException, limit: int | None = 300) -> str:
+    """The first line of ``str(error)`` (its type's name when empty), at most ``limit``
+    characters (TensorFlow's errors can hold whole graphs)."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:limit]
+
+
+def notes(error: BaseException) -> str:
+    """`` (note; ...)`` of the notes the run added to ``error`` (the checkpoint written before
+    it ended), or ``""``."""
+    added = [n.strip() for n in getattr(error, "__notes__", ()) if n and n.strip()]
+    return f" ({'; '.join(added)})" if added else ""
+
+
+def fault_message(error: BaseException) -> str:
+    """One line for an exception that ended ``tfv-train`` (``commands.train``): what
+    happened, the checkpoint kept (the run's note), and what to do.
+
+    A non-finite loss names the checkpoint of the last good weights and the settings that
+    tame it; running out of memory (:data:`MEMORY_ERRORS`) the settings that size memory;
+    anything else its type and message (``TFV_TRACEBACK=1`` shows the traceback instead).
+    """
+    from tfagents_vtrace.runtime.driver import NonFiniteLossError
+
+    names = {cls.__name__ for cls in type(error).__mro__}
+    text = first_line(error)
+    if isinstance(error, NonFiniteLossError):
+        return (
+            f"{text} Lower --learning_rate (or --max_grad_norm), or rescale the rewards "
+            "(--reward_scale, --reward_clipping), then run the same command to resume from it."
+        )
+    if names & set(MEMORY_ERRORS):
+        return (
+            f"out of memory ({type(error).__name__}: {text}){notes(error)}; lower --num_envs, "
+            "the batch (--num_minibatches, --unroll_length) or --replay_capacity, or free "
+            "memory, then run the same command"
+        )
+    return (
+        f"{type(error).__name__}: {text}{notes(error)}; the run stopped: fix the cause, then "
+        "run the same command (TFV_TRACEBACK=1 shows where it was raised)"
+    )
