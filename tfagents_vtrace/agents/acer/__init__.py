@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from tfagents_vtrace.agents.acer.agent import AcerAgent
-from tfagents_vtrace.agents.acer.config import AcerConfig
+from tfagents_vtrace.agents.acer.config import AcerConfig, check_run
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.loss import acer_loss, project_policy_loss
 from tfagents_vtrace.agents.acer.worker import AcerWorker
@@ -47,6 +47,7 @@ SPEC = AgentSpec(
     Learner=AcerLearner,
     run_agent=AcerAgent,
     network_config_for=network_config_for,
+    check_run=check_run,
 )
 
 __all__ = [

@@ -160,3 +160,28 @@ class AcerConfig(LearnerConfig):
                 "disable_online_update: expected n_times_replay >= 1 when the online update is "
                 "disabled, received n_times_replay=0"
             )
+
+
+def check_run(config: AcerConfig, run) -> None:
+    """ValueError naming ``replay_capacity`` when the episodic replay of ``config`` cannot fit
+    in this machine's memory (:func:`tfagents_vtrace.replay.capacity.check_fits`): a step
+    holds the observation, the action, the behaviour policy's parameters (the logits of a
+    Discrete action space, the mean and scale of a Box one, float32), the float32 reward and
+    the two step flags. One environment of ``run`` is made to read its spaces."""
+    import math
+
+    import gymnasium as gym
+
+    from tfagents_vtrace.replay import capacity
+
+    spaces = capacity.env_spaces(run.env_id, run.env_kwargs)
+    if spaces is None:
+        return
+    observation, action = spaces
+    if isinstance(action, gym.spaces.Discrete):
+        params = int(action.n) * 4
+    else:
+        params = 2 * int(math.prod(action.shape or ())) * 4
+    step = capacity.space_bytes(observation) + capacity.space_bytes(action) + params + 4 + 2
+    what = f"{run.env_id}'s observation and action, the policy's parameters, reward and flags"
+    capacity.check_fits("replay_capacity", config.replay_capacity, step, what)

@@ -11,7 +11,7 @@ SavedModel, LiteRT or ONNX file, for ``experiments.export``; ``EXPORT_FORMATS``)
 
 from tfagents_vtrace.agents.spec import AgentSpec
 from tfagents_vtrace.agents.taac.agent import TaacAgent
-from tfagents_vtrace.agents.taac.config import TaacConfig
+from tfagents_vtrace.agents.taac.config import TaacConfig, check_run
 from tfagents_vtrace.agents.taac.export import EXPORT_FORMATS, check_export, export_run
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy, act_step
@@ -30,6 +30,7 @@ SPEC = AgentSpec(
     export_run=export_run,
     check_export=check_export,
     export_formats=EXPORT_FORMATS,
+    check_run=check_run,
 )
 
 __all__ = [

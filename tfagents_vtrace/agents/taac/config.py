@@ -291,3 +291,26 @@ class TaacConfig(AgentConfig):
         if callable(te) or (isinstance(te, tuple) and any(callable(v) for v in te)):
             names.append("target_entropy")
         return names
+
+
+def check_run(config: TaacConfig, run) -> None:
+    """ValueError naming ``replay_capacity`` when TAAC's replay of ``config`` cannot fit in
+    this machine's memory (:func:`tfagents_vtrace.replay.capacity.check_fits`): its ring
+    buffers are allocated whole when the run starts, one step holding the fields of
+    :func:`~tfagents_vtrace.agents.taac.rollout.replay_specs` (float32 observation, rewards,
+    the rollout's trajectories). One environment of ``run`` is made to read its spaces."""
+    import numpy as np
+
+    from tfagents_vtrace.agents.taac.rollout import replay_specs
+    from tfagents_vtrace.replay import capacity
+
+    spaces = capacity.env_spaces(run.env_id, run.env_kwargs)
+    if spaces is None or spaces[0].shape is None or spaces[1].shape is None:
+        return
+    observation, action = spaces
+    specs = replay_specs(
+        observation.shape, config.tau_order, int(math.prod(action.shape)), config.reward_dim
+    )
+    step = sum(int(math.prod(s)) * np.dtype(t).itemsize for s, t in specs.values())
+    what = f"{run.env_id}'s observation, rewards and the rollout's trajectories"
+    capacity.check_fits("replay_capacity", config.replay_capacity, step, what)
