@@ -69,6 +69,20 @@ def test_missing_and_empty_metrics(tmp_path):
         plot.load_metrics(empty)
 
 
+@pytest.mark.parametrize("line", ["[1, 2]", "7", '"step"', "null"])
+def test_a_line_that_is_no_json_object_is_named(tmp_path, line):
+    run = _write_run(tmp_path / "run", ROWS[:1])
+    with open(os.path.join(run, "metrics.jsonl"), "a") as f:
+        f.write(line + "\n")
+    for load in (plot.load_metrics, plot.load_time_fractions):
+        with pytest.raises(ValueError, match=r"metrics\.jsonl:2: not a JSON object \("):
+            load(run)
+    # a row whose step is not a number is skipped, as the run's resume drops it
+    with open(os.path.join(run, "metrics.jsonl"), "w") as f:
+        f.write(json.dumps(ROWS[0]) + '\n{"step": null, "wall_time": 2, "episode_return": 9}\n')
+    assert plot.load_metrics(run)["train"] == [(100.0, 1.0, 10.0)]
+
+
 def test_cli_errors_clearly_on_missing_metrics(tmp_path):
     good = _write_run(tmp_path / "good", ROWS)
     cmd = [sys.executable, "-m", "experiments.plot", f"--logdir={good}"]

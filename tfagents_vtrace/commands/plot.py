@@ -180,7 +180,7 @@ def group_runs(logdirs: list[str], labels: list[str] | None = None) -> list[tupl
 
 def _rows(path: str):
     """Yields the row of each non-empty line of ``path``; raises ``ValueError`` at a line
-    that is not JSON."""
+    that is not a JSON object."""
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -189,6 +189,8 @@ def _rows(path: str):
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}:{lineno}: not a JSON object ({e})") from e
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{lineno}: not a JSON object ({line.strip()[:80]})")
             yield row
 
 
