@@ -312,3 +312,47 @@ def test_the_command_refuses_a_users_checkpoints_folder_and_a_symlinked_one(tmp_
         assert lines[0].startswith("error: --logdir: ") and f"{named}'" in lines[0], lines[0]
         assert "Traceback" not in out.stderr
     assert _tree(tmp_path) == before
+
+
+# ------------------------------------------------------------------ the run's policy/
+@pytest.mark.parametrize(
+    "contents, named",
+    [
+        ({"notes.txt": "mine"}, "notes.txt"),
+        ({"variables/variables.index": "", "mine/a.txt": "x"}, "mine"),
+        ({"variables/my_weights.h5": "x"}, "variables/my_weights.h5"),
+    ],
+)
+def test_a_policy_folder_that_an_export_did_not_write_is_refused_and_kept(
+    tmp_path, contents, named
+):
+    logdir = tmp_path / "run"
+    config_io.write_config(str(logdir), CONFIG)
+    _fake_checkpoint(str(logdir / "checkpoints"))
+    _populate(str(logdir / "policy"), contents)
+    before = _tree(logdir)
+    with pytest.raises(ValueError, match=r"^logdir: .* is not a file of an exported policy") as e:
+        run_dir.prepare_logdir(str(logdir), CONFIG)
+    assert repr(str(logdir / "policy" / named)) in str(e.value)
+    exported = []
+    run_dir.export_into_run(str(logdir / "policy"), exported.append)  # left to export to refuse
+    assert exported == [str(logdir / "policy")] and _tree(logdir) == before
+
+
+def test_a_policy_cut_by_a_kill_is_the_runs_and_is_replaced(tmp_path):
+    logdir = tmp_path / "run"
+    config_io.write_config(str(logdir), CONFIG)
+    _fake_checkpoint(str(logdir / "checkpoints"))
+    _populate(str(logdir / "policy"), {"variables/variables.index": "", "assets": None})
+    assert run_dir.prepare_logdir(str(logdir), CONFIG) == "resume"
+    run_dir.export_into_run(str(logdir / "policy"), lambda path: os.makedirs(path))
+    assert os.listdir(logdir / "policy") == []
+
+
+def test_a_file_named_checkpoints_is_refused(tmp_path):
+    _write(str(tmp_path / "checkpoints"), "my notes")
+    with pytest.raises(ValueError, match=r"^logdir: .*checkpoints' is not a directory"):
+        run_dir.prepare_logdir(str(tmp_path), CONFIG)
+    with pytest.raises(ValueError, match=r"^logdir: .*checkpoints' is not a directory"):
+        _checkpointer(str(tmp_path))
+    assert (tmp_path / "checkpoints").read_text() == "my notes"

@@ -192,6 +192,12 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
         return "new"
     _refuse_links(logdir)
     checkpoint_files.check_own(ckpt_dir)
+    foreign = foreign_in_policy(os.path.join(logdir, "policy"))
+    if foreign is not None:  # the end of the run would replace this policy/
+        raise ValueError(
+            f"logdir: {foreign!r} is not a file of an exported policy; a run replaces its "
+            "policy/ when it ends: move it out, or choose another logdir"
+        )
     ignored = {LOCK_NAME, *_PARTIAL_WRITES}
     if read_start_record(logdir) is not None or _empty_record(logdir):
         ignored.add(START_RECORD)
@@ -483,10 +489,43 @@ def finished_row(logdir: str, run, step: int) -> dict | None:
     return {**final, "already_finished": True}
 
 
+# What tf.saved_model.save writes in a SavedModel directory.
+_SAVED_MODEL_NAMES = {
+    "saved_model.pb",
+    "fingerprint.pb",
+    "keras_metadata.pb",
+    "variables",
+    "assets",
+}
+
+
+def foreign_in_policy(path: str) -> str | None:
+    """The first path in a run's ``policy/`` without ``saved_model.pb`` (an export cut by a
+    kill, before exports were atomic) that such an export does not write: anything but
+    :data:`_SAVED_MODEL_NAMES`, ``variables/variables.*`` and ``assets/`` content; None when
+    it is all an export's (or ``path`` is absent, a link, or a whole SavedModel)."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return None
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        return None
+    for name in sorted(os.listdir(path)):
+        inner = os.path.join(path, name)
+        if name not in _SAVED_MODEL_NAMES or os.path.islink(inner):
+            return inner
+        if name == "variables" and os.path.isdir(inner):
+            for leaf in sorted(os.listdir(inner)):
+                if not leaf.startswith("variables.") or os.path.islink(os.path.join(inner, leaf)):
+                    return os.path.join(inner, leaf)
+    return None
+
+
 def export_into_run(path: str, export) -> None:
-    """``export(path)`` into a run's ``policy/``; a ``policy/`` that is not a SavedModel (the
-    run's own export, cut by a kill before exports were atomic) is replaced first."""
+    """``export(path)`` into a run's ``policy/``; a ``policy/`` that is not a SavedModel but
+    holds only what an export writes (the run's own export, cut by a kill before exports were
+    atomic) is replaced first. One holding anything else is left to ``export``, which refuses
+    a directory that is not a SavedModel."""
     partial = os.path.isdir(path) and not os.path.islink(path) and os.listdir(path)
     if partial and not os.path.isfile(os.path.join(path, "saved_model.pb")):
-        shutil.rmtree(path)
+        if foreign_in_policy(path) is None:
+            shutil.rmtree(path)
     export(path)
