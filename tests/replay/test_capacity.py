@@ -78,7 +78,20 @@ def test_the_memory_decides(monkeypatch):
     with pytest.raises(ValueError, match=r"^replay_capacity: 100000 transitions need at least "):
         tv.make_configs("acer", "CartPole-v1")
     tv.make_configs("acer", "CartPole-v1", replay_capacity=20_000)  # 760 KB
-    tv.make_configs("impala", "CartPole-v1")  # no replay of that kind: nothing checked
+    tv.make_configs("impala", "CartPole-v1")  # no replay: nothing checked
+
+
+def test_impalas_replay_of_unrolls_is_checked_too():
+    # 32 columns x (6 observations of 16 bytes + 5 x (an int64 action, a reward, 2 flags))
+    per_unroll = 32 * (6 * 16 + 5 * (8 + 4 + 2))
+    with pytest.raises(ValueError) as raised:
+        tv.make_configs(flagfile="impala_cartpole", replay_ratio=1, replay_unrolls=10**12)
+    assert str(raised.value).startswith(
+        f"replay_unrolls: 1000000000000 unrolls need at least "
+        f"{capacity.human_bytes(10**12 * per_unroll)} ({per_unroll} bytes each: 32 columns of 5 "
+        "steps of CartPole-v1)"
+    ), str(raised.value)
+    tv.make_configs(flagfile="impala_cartpole", replay_ratio=1, replay_unrolls=1000)
 
 
 class Unmakeable(gym.Env):

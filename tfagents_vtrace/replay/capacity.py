@@ -62,7 +62,12 @@ def human_bytes(n: float) -> str:
 
 
 def check_fits(
-    name: str, capacity: int, step_bytes: int, what: str, memory: int | None = None
+    name: str,
+    capacity: int,
+    step_bytes: int,
+    what: str,
+    memory: int | None = None,
+    unit: str = "transitions",
 ) -> None:
     """Raises ``ValueError("name: ...")`` (one line with the estimate) when ``capacity``
     transitions of ``step_bytes`` each need more than ``memory`` (default:
@@ -72,6 +77,7 @@ def check_fits(
       name: the setting (its flag's name), e.g. ``"replay_capacity"``.
       what: what one transition holds, for the message (e.g. ``"Pendulum-v1's observation,
         action, reward and policy"``).
+      unit: what ``capacity`` counts, for the message.
     """
     memory = machine_memory() if memory is None else memory
     need = int(capacity) * int(step_bytes)
@@ -79,9 +85,9 @@ def check_fits(
         return
     fits = memory // step_bytes
     raise ValueError(
-        f"{name}: {capacity} transitions need at least {human_bytes(need)} ({step_bytes} "
+        f"{name}: {capacity} {unit} need at least {human_bytes(need)} ({step_bytes} "
         f"bytes each: {what}), more than this machine's memory ({human_bytes(memory)}); "
-        f"expected at most {fits} transitions"
+        f"expected at most {fits} {unit}"
     )
 
 

@@ -136,8 +136,12 @@ def check_run(config: ImpalaConfig, run) -> None:
     """ValueError naming ``num_minibatches`` when a learner batch of ``run`` (``num_envs *
     batch_unrolls`` fresh unrolls plus the replayed ones, each ``num_envs`` columns wide)
     does not split into ``config.num_minibatches`` equal minibatches: checked before the run
-    starts, not at its first update."""
+    starts, not at its first update. ValueError naming ``replay_unrolls`` when that many
+    unrolls cannot fit in this machine's memory (:func:`_check_replay_memory`)."""
     from tfagents_vtrace.replay.unrolls import replayed_per_batch
+
+    if config.replay_unrolls:
+        _check_replay_memory(config.replay_unrolls, run)
 
     n = config.num_minibatches
     unrolls = run.batch_unrolls + replayed_per_batch(config.replay_ratio, run.batch_unrolls)
@@ -157,3 +161,21 @@ def check_run(config: ImpalaConfig, run) -> None:
             f"equal minibatches; choose a num_envs divisible by {n}, or num_minibatches "
             f"dividing {columns}"
         )
+
+
+def _check_replay_memory(unrolls: int, run) -> None:
+    """ValueError naming ``replay_unrolls`` when ``unrolls`` kept unrolls of ``run`` cannot
+    fit in memory (:func:`tfagents_vtrace.replay.capacity.check_fits`): each holds
+    ``num_envs`` columns of ``unroll_length + 1`` observations and ``unroll_length`` actions,
+    float32 rewards and two step flags (the policy's parameters and LSTM state come on top).
+    One environment of ``run`` is made to read its spaces."""
+    from tfagents_vtrace.replay import capacity
+
+    spaces = capacity.env_spaces(run.env_id, run.env_kwargs)
+    if spaces is None:
+        return
+    observation, action = (capacity.space_bytes(s) for s in spaces)
+    t, b = run.unroll_length, run.num_envs
+    per_unroll = b * ((t + 1) * observation + t * (action + 4 + 2))
+    what = f"{b} columns of {t} steps of {run.env_id}"
+    capacity.check_fits("replay_unrolls", unrolls, per_unroll, what, unit="unrolls")
