@@ -3,6 +3,7 @@ keeps the run's handlers; Ray's processes ignore a Ctrl-C or hang-up sent to the
 process group), actor deaths count in a window, and a wrong ``--ray_address`` fails at once.
 The subprocess tests need Ray (skipped without it)."""
 
+import contextlib
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from tfagents_vtrace.runtime import ray_backend
+from tfagents_vtrace.runtime import ray_backend, stop_signals
 from tfagents_vtrace.runtime.checkpoint_files import complete_steps
 from tfagents_vtrace.runtime.env_failures import EnvFailure
 
@@ -146,7 +147,7 @@ got = []
 for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(signum, lambda n, frame: got.append(n))
 import ray
-from tfagents_vtrace.runtime import ray_backend
+from tfagents_vtrace.runtime import ray_backend, stop_signals
 ray_backend.init_local_ray(2, log_to_driver=False)
 kept = [signal.getsignal(s).__name__ for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
 host = ray.remote(num_cpus=0)(ray_backend.HostProcess).remote()
@@ -228,12 +229,21 @@ def _last_step(logdir) -> int:
         return -1
 
 
-def _group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+def _session(sid: int) -> str:
+    """``ps``' lines of the processes left in session ``sid`` (the run's, Ray's services and
+    its actors, which run in process groups of their own)."""
+    return subprocess.run(["ps", "-s", str(sid), "-o", "pid=,comm="], capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+
+
+def _end_session(proc) -> None:
+    """Kills what a failed check left running of ``proc``'s session."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    for line in _session(proc.pid).splitlines():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
 
 
 def _stop_and_check(proc, logdir, err_path, send) -> int:
@@ -243,17 +253,17 @@ def _stop_and_check(proc, logdir, err_path, send) -> int:
     start = max(complete_steps(checkpoints), default=0)
     _wait(lambda: _last_step(logdir) > start, 300, "row past the start", proc)
     send(proc)
+    sent = time.monotonic()
     assert proc.wait(timeout=60) == 130, err_path.read_text()[-3000:]
+    assert time.monotonic() - sent < stop_signals.GRACE_S + 2  # the grace a scheduler gives
     saved = max(complete_steps(checkpoints))
     err = err_path.read_text()
     assert saved > start and f"interrupted at step {saved}; checkpoint " in err, err[-3000:]
     assert "SIGTERM received" not in err and "Traceback" not in err
     deadline = time.monotonic() + 30  # Ray's services and actors ended with the run
-    while not _group_gone(proc.pid) and time.monotonic() < deadline:
+    while _session(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _group_gone(proc.pid), subprocess.run(
-        ["ps", "-o", "pid,comm", "-g", str(proc.pid)], capture_output=True, text=True
-    ).stdout
+    assert not _session(proc.pid)
     return saved
 
 
@@ -278,9 +288,7 @@ def test_sigterm_and_a_closed_terminal_under_ray_checkpoint_and_the_run_resumes(
         try:
             saved.append(_stop_and_check(proc, logdir, err_path, send))
         finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            _end_session(proc)
     assert f"Resuming {logdir} from step {saved[0]} " in (tmp_path / "resumed.err").read_text()
     assert 0 < saved[0] < saved[1]
     with open(os.path.join(logdir, "metrics.jsonl")) as f:
@@ -323,9 +331,7 @@ def test_a3c_workers_killed_again_and_again_then_past_the_limit_end_with_a_check
                 _wait(lambda: _last_step(logdir) > steps[-1] + 1000, 120, "row", proc)
         assert proc.wait(timeout=120) == 1, err_path.read_text()[-3000:]
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _end_session(proc)
     saved = max(complete_steps(os.path.join(logdir, "checkpoints")))
     errors = [line for line in err_path.read_text().splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in err_path.read_text()
