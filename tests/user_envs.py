@@ -14,12 +14,30 @@ near-optimal one) so a benchmark can tell how far a trained policy got:
   correct pair depends on the observation.
 
 They are not registered ids: pass the class (``tv.train("impala", env=Corridor, ...)``).
+
+Misbehaving simulators, registered on import so that a command line can name them
+(``--env=tests.user_envs:FlakyCartPole-v0``); each is CartPole-v1 (500-step episodes) but:
+
+* ``FlakyCartPole-v0``: ``step`` raises ``RuntimeError`` on a fraction of calls, each
+  sub-environment independently (``TFV_FAILURE_RATE``, default 0.01);
+* ``HangingCartPole-v0``: one ``step`` never returns, once the process has stepped
+  ``TFV_HANG_AT`` times (all sub-environments counted together; default 2000), at most
+  ``TFV_HANGS`` times per process (default 1);
+* ``ResetArity-v0`` / ``StepArity-v0``: ``reset`` returns three values / ``step`` four (the
+  pre-gymnasium-1.0 API);
+* ``HugeReward-v0``: a reward of 1e300 (finite in float64, infinite in float32) on a fraction
+  of steps (``TFV_FAILURE_RATE``, default 0.01).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
+
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.classic_control import CartPoleEnv
 
 
 class Corridor(gym.Env):
@@ -211,3 +229,72 @@ def random_return(env_cls, episodes: int = 200) -> float:
 def best_return(env_cls, episodes: int = 200) -> float:
     """Mean return of the scripted near-optimal policy (``env.oracle``)."""
     return mean_return(env_cls, lambda env, obs: env.oracle(obs), episodes)
+
+
+def _rate() -> float:
+    return float(os.environ.get("TFV_FAILURE_RATE", "0.01"))
+
+
+class FlakyCartPole(CartPoleEnv):
+    """CartPole whose ``step`` raises on a fraction ``failure_rate`` of calls (module
+    docstring); the failures are drawn from a generator of their own, so they do not follow
+    the episode's seed."""
+
+    def __init__(self, failure_rate: float | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.failure_rate = _rate() if failure_rate is None else float(failure_rate)
+        self._failures = np.random.default_rng()
+
+    def step(self, action):
+        if self._failures.random() < self.failure_rate:
+            raise RuntimeError("simulated simulator crash")
+        return super().step(action)
+
+
+_HANG_STEPS = itertools.count()
+_HANGS = itertools.count()
+
+
+class HangingCartPole(CartPoleEnv):
+    """CartPole whose ``step`` never returns once the process has stepped ``TFV_HANG_AT``
+    times, at most ``TFV_HANGS`` times per process (module docstring)."""
+
+    def step(self, action):
+        if next(_HANG_STEPS) >= int(os.environ.get("TFV_HANG_AT", "2000")):
+            if next(_HANGS) < int(os.environ.get("TFV_HANGS", "1")):
+                threading.Event().wait()  # a simulator stuck in a call that never returns
+        return super().step(action)
+
+
+class ResetArity(CartPoleEnv):
+    """``reset`` returns ``(obs, info, extra)``."""
+
+    def reset(self, *, seed=None, options=None):
+        return (*super().reset(seed=seed, options=options), None)
+
+
+class StepArity(CartPoleEnv):
+    """``step`` returns ``(obs, reward, done, info)`` (gym < 0.26)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated or truncated, info
+
+
+class HugeReward(CartPoleEnv):
+    """A reward of 1e300 on a fraction of steps (module docstring)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._draws = np.random.default_rng()
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self._draws.random() < _rate():
+            reward = 1e300
+        return obs, reward, terminated, truncated, info
+
+
+for _cls in (FlakyCartPole, HangingCartPole, ResetArity, StepArity, HugeReward):
+    if f"{_cls.__name__}-v0" not in gym.registry:
+        gym.register(f"{_cls.__name__}-v0", entry_point=_cls, max_episode_steps=500)

@@ -1,4 +1,5 @@
-"""Actors: unroll layout under NEXT_STEP autoreset, env failures, numpy policy parity."""
+"""Actors: unroll layout under NEXT_STEP autoreset, env failures (whole vectors and single
+sub-environments, cut where they fail), numpy policy parity."""
 
 import gymnasium as gym
 import numpy as np
@@ -71,17 +72,91 @@ def test_unroll_layout_follows_next_step_autoreset(impl):
     assert np.all(info["episode_lengths"] == 6) and np.all(info["episode_returns"] == 6.0)
 
 
-def test_env_failure_drops_the_unroll_and_recreates_the_env():
+def check_layout(u):
+    """The NEXT_STEP layout's invariants that hold with cut episodes too."""
+    ended = u["terminated"] | u["truncated"]
+    np.testing.assert_array_equal(u["first"][1:], u["reset"][:-1])  # new episode after reset
+    assert np.all(u["reward"][u["reset"][:-1]] == 0.0)  # reset steps earn nothing
+    assert not np.any(ended & u["reset"][:-1])  # a reset step never ends an episode
+    assert np.all(u["prev_action"][u["first"]] == 0) and np.all(u["prev_reward"][u["first"]] == 0)
+    assert np.all(u["reset"][1:][ended])  # an ended episode's final observation follows
+    assert np.isfinite(u["observation"]).all()
+
+
+def test_a_whole_vector_failure_keeps_the_unroll_and_cuts_every_episode_there():
     FailingVectorEnv.calls = FailingVectorEnv.failures = 0
     actor = _actor(lambda seed: FailingVectorEnv(short_cartpole(B, seed), every=13))
-    results = [actor.unroll() for _ in range(12)]
-    dropped = sum(r is None for r in results)
-    assert dropped >= 5 and actor.env_restarts == dropped
-    kept = [r for r in results if r is not None]
-    assert kept and kept[-1][1]["env_restarts"] <= actor.env_restarts
-    for u, _ in kept:  # every kept unroll is complete and consistent
-        assert np.isfinite(u["observation"]).all()
-        np.testing.assert_array_equal(u["first"][1:], u["reset"][:-1])
+    results = [actor.unroll() for _ in range(12)]  # 96 steps: failures at calls 13, 26...
+    assert FailingVectorEnv.failures == 7 and actor.env_restarts == 7
+    assert results[-1][1]["env_restarts"] == 7
+    failures = [call - 1 for call in range(13, 97, 13)]  # steps: one call per step
+    for step in failures:
+        u, _ = results[step // T]
+        t = step % T
+        was = u["first"][t]  # cut at its first observation: nothing to truncate
+        assert u["reset"][t].all() and np.all(u["reward"][t] == 0)
+        if t > 0:
+            np.testing.assert_array_equal(u["truncated"][t - 1] | u["terminated"][t - 1], ~was)
+        assert u["first"][t + 1].all()
+    for u, _ in results:
+        check_layout(u)
+
+
+def test_a_failing_sub_environment_is_cut_alone(monkeypatch):
+    from tfagents_vtrace.envs.resilient import ResilientSyncVectorEnv
+
+    def vector(fail_at):
+        calls = [0]  # of sub-environment 0 and its replacements
+
+        def make():
+            env = gym.make("CartPole-v1", max_episode_steps=6)
+            step = env.step
+
+            def flaky(action):
+                calls[0] += 1
+                if calls[0] == fail_at:
+                    raise RuntimeError("crash")
+                return step(action)
+
+            env.step = flaky
+            return env
+
+        def factory(seed):
+            plain = lambda: gym.make("CartPole-v1", max_episode_steps=6)  # noqa: E731
+            env = ResilientSyncVectorEnv([make] + [plain] * (B - 1), name="Flaky-v0")
+            env.reset(seed=seed)
+            return env
+
+        return _actor(factory, impl="numpy")
+
+    clean, flaky = vector(None), vector(11)  # sub-environment 0's 11th step: vector step 11
+    for k in range(3):
+        a, _ = clean.unroll()
+        b, info = flaky.unroll()
+        for key in ("observation", "action", "reward", "first", "reset", "truncated"):
+            np.testing.assert_array_equal(a[key][:, 1:], b[key][:, 1:])  # the others as if
+        check_layout(b)
+        cut = b["reset"][:-1, 0] & ~a["reset"][:-1, 0]  # column 0 differs after the cut
+        if k < 2:  # (the reset step 6 makes no call: the 11th call is step 11 = 8 + 3)
+            assert np.flatnonzero(cut).tolist() == ([3] if k == 1 else [])
+        if k == 1:
+            assert b["truncated"][2, 0] and not a["truncated"][2, 0] and b["first"][4, 0]
+    assert flaky.env_restarts == 1 and info["env_restarts"] == 1
+    assert flaky.env.label == "actor 0: environment CartPole-v1"
+
+
+def test_a_simulator_failing_on_five_percent_of_its_steps_runs_on_with_the_defaults():
+    import tests.user_envs  # noqa: F401 - registers FlakyCartPole-v0
+
+    spec = ActorSpec("FlakyCartPole-v0", NetworkConfig(hidden_sizes=(16,)), 16, T, seed=3,
+                     env_kwargs={"failure_rate": 0.05})  # fmt: skip
+    actor = Actor(spec)
+    episodes = 0
+    for _ in range(100):  # 12,800 sub-environment steps, about 640 failures
+        u, info = actor.unroll()
+        check_layout(u)
+        episodes += len(info["episode_returns"])
+    assert 400 < actor.env_restarts < 900 and episodes > 0
 
 
 def test_unroll_info_reports_where_the_actor_time_went():
@@ -166,10 +241,7 @@ class NanObservations(gym.vector.VectorWrapper):
         return tuple(out)
 
 
-def test_a_nan_observation_never_reaches_the_policy(monkeypatch):
-    from tfagents_vtrace.runtime import env_failures
-
-    monkeypatch.setattr(env_failures, "BACKOFF_S", 0.0)
+def test_a_nan_observation_never_reaches_the_policy():
     actor = _actor(lambda seed: NanObservations(short_cartpole(B, seed), every=11), impl="tf")
     seen = []
     step = actor.policy.step
@@ -179,39 +251,27 @@ def test_a_nan_observation_never_reaches_the_policy(monkeypatch):
         return step(obs, *args)
 
     actor.policy.step = recording_step
-    results = [actor.unroll() for _ in range(8)]  # each new env fails in its 2nd unroll
-    assert sum(r is None for r in results) == 4 and actor.env_restarts == 4
-    assert all(np.isfinite(obs).all() for obs in seen)
-    for r in results:
-        if r is not None:
-            assert np.isfinite(r[0]["observation"]).all()
+    results = [actor.unroll() for _ in range(8)]  # 64 steps: each new vector fails at its 11th
+    assert actor.env_restarts == 5
+    assert all(np.isfinite(obs).all() for obs in seen) and len(seen) == 64
+    for u, _ in results:
+        check_layout(u)
 
 
 def test_an_always_failing_env_raises_env_failure_after_the_cap(monkeypatch):
     from tfagents_vtrace.runtime import env_failures
 
-    monkeypatch.setattr(env_failures, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(env_failures.time, "sleep", lambda s: None)
     FailingVectorEnv.calls = FailingVectorEnv.failures = 0
     actor = _actor(lambda seed: FailingVectorEnv(short_cartpole(B, seed), every=1))
-    with pytest.raises(env_failures.EnvFailure, match="failed again after 5 restarts in a row; "
-                       "last error: RuntimeError: simulated environment crash"):  # fmt: skip
-        for _ in range(10):
-            assert actor.unroll() is None
+    with pytest.raises(env_failures.EnvFailure) as error:
+        for _ in range(2):  # eight steps of the first unroll fail, then the ninth
+            actor.unroll()
+    assert str(error.value) == (
+        "actor 0: environment CartPole-v1 failed 9 times in a row (without one successful step; "
+        "the limit is 8); last error: RuntimeError: simulated environment crash"
+    )
     assert actor.env_restarts == env_failures.MAX_CONSECUTIVE
-
-
-def test_the_restart_backoff_doubles_and_is_capped(monkeypatch):
-    from tfagents_vtrace.runtime import env_failures
-
-    waits = []
-    monkeypatch.setattr(env_failures.time, "sleep", waits.append)
-    policy = env_failures.RestartPolicy(max_consecutive=6, backoff_s=0.5, max_backoff_s=4.0)
-    for _ in range(6):
-        policy.failed(RuntimeError("x"), "env")
-    assert waits == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
-    policy.succeeded()
-    policy.failed(RuntimeError("x"), "env")
-    assert waits[-1] == 0.5  # a success resets the count
 
 
 @pytest.mark.parametrize("impl", ["tf", "numpy"])

@@ -5,9 +5,19 @@ gymnasium 1.x, and the only mode of the fast numpy entry points such as
 ``CartPoleVectorEnv``): when sub-environment ``i`` ends at step ``t`` (terminated or
 truncated), the observation returned at ``t`` is the episode's final observation; the next
 ``step`` ignores that sub-environment's action and returns the first observation of a new
-episode with reward 0 and ``terminated = truncated = False``. In sync and async vectors each
-sub-environment is wrapped in :class:`RewardIsNumber`, so that a reward that is not a number
-(e.g. None) is reported as such instead of as the NaN the vector would store.
+episode with reward 0 and ``terminated = truncated = False``.
+
+Failing simulators: a sync vector (``mode="sync"``, and ``"auto"`` for every id without a
+vectorized entry point, e.g. each ``package.module:Env-v0`` of a user) is a
+:class:`~tfagents_vtrace.envs.resilient.ResilientSyncVectorEnv`: a sub-environment that
+raises or returns a malformed or non-finite result is made again alone with a new seed and
+its episode is cut as by a time limit (``truncated``), while the others go on. An async
+vector (:class:`~tfagents_vtrace.envs.resilient.TimedAsyncVectorEnv`) waits at most
+``step_timeout_s`` for a step or reset and its sub-environments are wrapped in
+:class:`RewardIsNumber`, so that a reward that is not a number (e.g. None) is reported as
+such instead of as the NaN the vector would store; a failure there (as in the vectorized
+entry points, whose sub-environments cannot be told apart) is the whole vector's, and the
+runtime's actor makes it again.
 
 Seeding: :func:`make_vector_env` resets the vector once with ``seed`` (gymnasium seeds
 sub-environment ``i`` with ``seed + i`` in sync/async mode, one generator in the vectorized
@@ -133,8 +143,9 @@ _NUMBER_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.int64, n
 
 class RewardIsNumber(gym.Wrapper):
     """Raises ``ValueError("reward: expected a finite number, received ...")`` when a step's
-    reward is not a number (e.g. None). Wraps each sub-environment of a sync / async vector:
-    gymnasium stores the rewards in a float array, where a None would become NaN and be
+    reward is not a number (e.g. None). Wraps each sub-environment of an async vector (the
+    resilient sync vector checks the same itself): gymnasium stores the rewards in a float
+    array, where a None would become NaN and be
     reported as one. Finiteness is checked on the whole vector by the acting loops
     (``runtime.env_failures.check_env_output``); here only the type, one set lookup a step."""
 
@@ -153,17 +164,26 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real)
 
 
-def _gym_vector(env_id: str, num_envs: int, mode: str, env_kwargs: dict) -> VectorEnv:
-    """Vector env of a plain gymnasium id: vector entry point when 'auto' and available."""
+def _gym_vector(env_id: str, num_envs: int, mode: str, env_kwargs: dict,
+                step_timeout_s: float | None = None) -> VectorEnv:  # fmt: skip
+    """Vector env of a plain gymnasium id: vector entry point when 'auto' and available,
+    else a resilient sync vector (module docstring)."""
+    from tfagents_vtrace.envs.resilient import ResilientSyncVectorEnv, TimedAsyncVectorEnv
+
     spec = gym.spec(env_id)
     if mode == "auto":
         vmode = "vector_entry_point" if spec.vector_entry_point is not None else "sync"
     else:
         vmode = mode
+    if vmode == "sync":
+        make_one = _SubEnv(env_id, env_kwargs, wrap=False)
+        return ResilientSyncVectorEnv([make_one] * num_envs, name=env_id)
+    if vmode == "async":
+        return TimedAsyncVectorEnv(
+            [_SubEnv(env_id, env_kwargs, wrap=True)] * num_envs, name=env_id,
+            step_timeout_s=step_timeout_s, autoreset_mode=AutoresetMode.NEXT_STEP,
+        )  # fmt: skip
     vector_kwargs, wrappers = {}, ()
-    if vmode in ("sync", "async"):
-        vector_kwargs = {"autoreset_mode": AutoresetMode.NEXT_STEP}
-        wrappers = (RewardIsNumber,)
     env = gym.make_vec(
         env_id,
         num_envs=num_envs,
@@ -179,9 +199,22 @@ def _gym_vector(env_id: str, num_envs: int, mode: str, env_kwargs: dict) -> Vect
     return env
 
 
+class _SubEnv:
+    """``gym.make(env_id, **env_kwargs)``, wrapped in :class:`RewardIsNumber` when ``wrap``:
+    one sub-environment of a sync or async vector (picklable, for async processes)."""
+
+    def __init__(self, env_id: str, env_kwargs: dict, wrap: bool):
+        self.env_id, self.env_kwargs, self.wrap = env_id, dict(env_kwargs), wrap
+
+    def __call__(self) -> gym.Env:
+        env = gym.make(self.env_id, **self.env_kwargs)
+        return RewardIsNumber(env) if self.wrap else env
+
+
 def make_vector_env(
-    env_id: str, num_envs: int, seed: int, *, mode: str = "auto", **env_kwargs: Any
-) -> VectorEnv:
+    env_id: str, num_envs: int, seed: int, *, mode: str = "auto",
+    step_timeout_s: float | None = None, **env_kwargs: Any,
+) -> VectorEnv:  # fmt: skip
     """Builds ``num_envs`` copies of ``env_id`` as one seeded gymnasium ``VectorEnv``.
 
     Args:
@@ -191,8 +224,11 @@ def make_vector_env(
       seed: seeds the first reset and the spaces (see the module docstring).
       mode: ``"auto"`` (the env's vectorized entry point when it has one, e.g. CartPole,
         CartPoleNoVel, the bandits, ALE's threaded ``AtariVectorEnv``; otherwise sync),
-        ``"sync"`` (``SyncVectorEnv``, one process), ``"async"`` (``AsyncVectorEnv``, one
-        process per sub-environment, for heavy envs) or ``"envpool"`` (when installed).
+        ``"sync"`` (a resilient ``SyncVectorEnv``, one process), ``"async"``
+        (``AsyncVectorEnv``, one process per sub-environment, for heavy envs) or
+        ``"envpool"`` (when installed).
+      step_timeout_s: async mode: seconds a step or reset may take before the vector's
+        processes are terminated and ``EnvTimeout`` raised (None: no limit).
       **env_kwargs: passed to each environment's constructor.
 
     Returns:
@@ -216,17 +252,21 @@ def make_vector_env(
 
         env = atari.make_minatar_vector_env(env_id, num_envs, mode, **env_kwargs)
     else:
-        env = _gym_vector(env_id, num_envs, mode, env_kwargs)
+        env = _gym_vector(env_id, num_envs, mode, env_kwargs, step_timeout_s)
     env.reset(seed=int(seed))
     _seed_spaces(env, int(seed))
     return env
 
 
-def vector_env_factory(env_id: str, mode: str = "auto", env_kwargs: dict | None = None):
+def vector_env_factory(env_id: str, mode: str = "auto", env_kwargs: dict | None = None,
+                       step_timeout_s: float | None = None):  # fmt: skip
     """``(num_envs, seed) -> VectorEnv``: :func:`make_vector_env` of ``env_id`` in ``mode``
-    with ``env_kwargs`` (a run's environments: ``RunConfig.env_kwargs``)."""
+    with ``env_kwargs`` (a run's environments: ``RunConfig.env_kwargs``) and
+    ``step_timeout_s``."""
     kwargs = dict(env_kwargs or {})
-    return lambda num_envs, seed: make_vector_env(env_id, num_envs, seed, mode=mode, **kwargs)
+    return lambda num_envs, seed: make_vector_env(
+        env_id, num_envs, seed, mode=mode, step_timeout_s=step_timeout_s, **kwargs
+    )
 
 
 def _has_module(name: str) -> bool:

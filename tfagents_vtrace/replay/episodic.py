@@ -91,6 +91,8 @@ class EpisodicReplay:
             for seg in np.split(kept, np.flatnonzero(ended[kept, b]) + 1):
                 if not len(seg):
                     continue
+                if unroll["first"][seg[0], b]:  # an open piece was cut (env failure): drop it
+                    self._open.pop((stream, b), None)
                 piece = self._open.setdefault((stream, b), _empty())
                 piece["observation"].append(obs[seg, b])
                 for key in _STEP_KEYS:

@@ -22,13 +22,33 @@ first observation of the next episode, so ``first_{t+1} = reset_t``. ``prev_acti
 Each unroll's ``info`` also says where the actor's time went (``time.perf_counter``
 seconds since the previous info): ``inference_time`` (policy steps and their inputs),
 ``env_time`` (``env.step`` and the bookkeeping of its outcome, environment recreation
-included) and ``weights_time`` (loading published weights). Time of an unroll dropped
-after an environment failure is carried into the next info.
+included) and ``weights_time`` (loading published weights).
 
-An environment that raises or returns NaN is recreated with a backoff, and the run stops
-with :class:`~tfagents_vtrace.runtime.env_failures.EnvFailure` after too many failures in a
-row; an action outside the action space stops it with ``InvalidAction``
-(:mod:`tfagents_vtrace.runtime.env_failures`).
+Failing environments (:mod:`tfagents_vtrace.runtime.env_failures`) never cost the unroll:
+
+* a sub-environment of a resilient sync vector that fails is made again by the vector
+  alone, which reports the column in the step's ``info["env_failed"]``;
+* a vector whose step raises (or returns a non-finite result) is made again whole, with a
+  new seed, and every column counts as failed at that step.
+
+A failed column ``i`` at step ``t`` has its episode cut there: step ``t`` becomes a reset
+step (``reset_t = True``: its action never acted, the learner masks it), the episode
+truncated at ``t - 1`` (``truncated_{t-1} = True``, so the learner bootstraps from
+``observation_t``, the last one the environment returned, and never across the failure;
+at ``t = 0`` that step belongs to the previous unroll, which already bootstrapped from it),
+and ``observation_{t+1}`` is the new environment's first (``first_{t+1} = True``). A column
+already in a reset step at ``t`` needs no mark, and one whose episode began at ``t`` has no
+step to truncate. Cut episodes are not reported in
+``episode_returns``. Restarts are counted in ``env_restarts`` and limited by
+:class:`~tfagents_vtrace.runtime.env_failures.RestartPolicy` (past it:
+:class:`~tfagents_vtrace.runtime.env_failures.EnvFailure`); an action outside the action
+space stops the run with ``InvalidAction``.
+
+For the step timeout the actor stamps ``env_call_since`` (``time.perf_counter()``) before
+each environment call and clears it after, for the
+:class:`~tfagents_vtrace.runtime.env_failures.Watchdog` of whoever runs the actor; an actor
+that was ``abandoned`` meanwhile raises
+:class:`~tfagents_vtrace.runtime.env_failures.ActorAbandoned` as soon as its call returns.
 """
 
 from __future__ import annotations
@@ -43,7 +63,15 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.runtime.env_failures import ActingError, RestartPolicy
+from tfagents_vtrace.runtime.env_failures import (
+    ActingError,
+    ActorAbandoned,
+    RestartPolicy,
+    step_timeout,
+    stop_inline,
+    timeout_message,
+    watchdog,
+)
 from tfagents_vtrace.runtime.policies import make_policy
 from tfagents_vtrace.runtime.space_checks import (
     check_actions,
@@ -77,6 +105,10 @@ class ActorSpec:
     """"auto" | "tf" | "numpy" (see :mod:`tfagents_vtrace.runtime.policies`)."""
     env_kwargs: dict = dataclasses.field(default_factory=dict)
     """Environment constructor arguments (``RunConfig.env_kwargs``)."""
+    env_step_timeout_s: float | None = None
+    """Seconds an environment call may take (``RunConfig.env_step_timeout_s``; None or 0:
+    no limit): the limit of the watchdog of whoever runs the actor, and of async vectors'
+    own waits."""
 
 
 def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
@@ -84,7 +116,8 @@ def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
 
     from tfagents_vtrace.envs.factory import vector_env_factory
 
-    make = vector_env_factory(spec.env_id, spec.env_mode, spec.env_kwargs)
+    make = vector_env_factory(spec.env_id, spec.env_mode, spec.env_kwargs,
+                              step_timeout(spec.env_step_timeout_s))  # fmt: skip
     return lambda seed: make(spec.num_envs, seed)
 
 
@@ -108,7 +141,7 @@ class Actor:
       actor_id: distinguishes the seeds of several actors.
       network: the actor's own network copy (built from the spec when None).
       env_factory: ``seed -> VectorEnv`` (default: ``make_vector_env``); called again with a
-        new seed when the environment raises.
+        new seed when the whole vector fails.
       env_restarts: the restart count to start from (seeds depend on it).
     """
 
@@ -120,26 +153,83 @@ class Actor:
         self._env_factory = env_factory or default_env_factory(spec)
         if network is None:
             network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
-        # A replacement (a new Ray actor process) continues its predecessor's restart count,
-        # so its environments and action sampling draw new seeds, not the predecessor's.
-        self.env_restarts = int(env_restarts)
-        seed = self._seed(self.env_restarts)
+        # A replacement (a new thread or Ray actor process) continues its predecessor's
+        # restart count, so its environments and action sampling draw new seeds.
+        self._restarts_base = int(env_restarts)
+        seed = self._seed(self._restarts_base)
         self.policy = make_policy(network, spec.policy_impl, seed=seed + 7)
         self.weights_version = -1
-        self.restarts = RestartPolicy()  # consecutive failures: backoff, then EnvFailure
+        self.restarts = RestartPolicy()  # whole-vector failures: window, backoff, EnvFailure
+        self.env_call_since = 0.0  # perf_counter() while an env call runs (the watchdog's)
+        self.abandoned = False  # set by the owner after a timeout: the next return raises
+        self.watched = False  # whether an owner watches the calls (else: the first unroll)
+        self._unrolls = 0
         self._episode_returns: list[float] = []
         self._episode_lengths: list[int] = []
         # Seconds per TIMES key since the last unroll's info (a host may add its own).
         self.timing = dict.fromkeys(TIMES, 0.0)
-        self.env = self._env_factory(seed)
+        self.env = self._make_env(seed)
         self._start_episodes()
+
+    def successor(self, network=None) -> Actor:
+        """A new actor in this one's place (its environment hung): the same id, spec and
+        environment factory, new environments and seeds (the restart count goes on)."""
+        return Actor(self.spec, self.actor_id, network, self._env_factory,
+                     env_restarts=self.env_restarts + 1)  # fmt: skip
+
+    @property
+    def env_restarts(self) -> int:
+        """Environments made again so far: whole vectors and single sub-environments."""
+        return self._restarts_base + getattr(self.env, "restarts", 0)
+
+    @property
+    def what(self) -> str:
+        """``"actor I: environment ID"``, for messages."""
+        return f"actor {self.actor_id}: environment {self.spec.env_id}"
+
+    @property
+    def timeout_s(self) -> float | None:
+        """The step timeout (``spec.env_step_timeout_s``; None: none)."""
+        return step_timeout(self.spec.env_step_timeout_s)
+
+    def watch(self, on_timeout: Callable[[float], None] | None) -> None:
+        """Has the process's :class:`~tfagents_vtrace.runtime.env_failures.Watchdog` call
+        ``on_timeout(elapsed_s)`` when an environment call exceeds :attr:`timeout_s`. None:
+        the actor acts in a thread nobody can replace (the learner's), so a hung call stops
+        the run (:func:`~tfagents_vtrace.runtime.env_failures.stop_inline`); an actor no
+        owner watches is watched so at its first unroll."""
+        if on_timeout is None:
+            what, limit = self.what, self.timeout_s  # not self: the watchdog holds it weakly
+
+            def on_timeout(elapsed: float) -> None:
+                stop_inline(timeout_message(what, elapsed, limit))
+
+        watchdog().watch(self, self.timeout_s, on_timeout)
+        self.watched = True
+
+    def unwatch(self) -> None:
+        watchdog().unwatch(self)
 
     def _seed(self, restart: int) -> int:
         return int(self.spec.seed) + 10_007 * self.actor_id + 1_000_003 * restart
 
+    def _make_env(self, seed: int):
+        """A new vector from the factory; a resilient one reports failed columns at once
+        (the actor marks the cut) and names this actor in its messages."""
+        self.env_call_since = time.perf_counter()
+        env = self._env_factory(seed)
+        self.env_call_since = 0.0
+        if hasattr(env, "cut_as_truncation"):
+            env.cut_as_truncation = False
+            env.label = self.what
+        self._check_output = not getattr(env, "checks_output", False)
+        return env
+
     def _start_episodes(self) -> None:
         """Resets every environment and the per-env carry (obs, flags, prev, state)."""
+        self.env_call_since = time.perf_counter()
         obs, _ = self.env.reset()
+        self.env_call_since = 0.0
         b = self.spec.num_envs
         self._obs = obs
         self._first = np.ones(b, bool)
@@ -151,31 +241,41 @@ class Actor:
         self._ep_return = np.zeros(b, np.float64)
         self._ep_length = np.zeros(b, np.int64)
 
-    def _restart_env(self, error: BaseException) -> None:
-        """Recreates the env after ``error`` (:class:`RestartPolicy`: a backoff, and
-        :class:`EnvFailure` after too many failures in a row)."""
+    def _restart_env(self, error: BaseException, step: int):
+        """Makes the whole vector again after ``error`` at its step ``step``
+        (:class:`RestartPolicy`: a backoff for failures in a row, :class:`EnvFailure` past
+        the limits); returns the new vector's first observation (the caller updates the
+        carry)."""
         start = time.perf_counter()
+        self._restarts_base += getattr(self.env, "restarts", 0)  # its own sub-env restarts
         while True:
-            self.restarts.failed(error, f"actor {self.actor_id}: environment {self.spec.env_id}")
-            self.env_restarts += 1
+            self.restarts.failed(error, self.what, step)
+            self._restarts_base += 1
             log.warning(
-                "actor %d: env raised %r; recreating it (restart %d), dropping the unroll",
-                self.actor_id,
-                error,
-                self.env_restarts,
-            )
+                "%s raised %s: %s; making the vector again (restart %d), its episodes cut there",
+                self.what, type(error).__name__, error, self._restarts_base,
+            )  # fmt: skip
+            old, self.env = self.env, None
             try:
-                self.env.close()
-            except Exception:  # noqa: BLE001 - a broken env may fail to close too
+                old.close()
+            except Exception:  # noqa: BLE001, S110 - a broken env may fail to close too
                 pass
             try:
-                self.env = self._env_factory(self._seed(self.env_restarts))
-                self._start_episodes()
-                check_env_output(self._obs, 0.0)
+                self.env = self._make_env(self._seed(self._restarts_base))
+                self.env_call_since = time.perf_counter()
+                obs, _ = self.env.reset()
+                self.env_call_since = 0.0
+                check_env_output(obs, 0.0)
                 break
+            except ActingError:
+                raise
             except Exception as new_error:  # noqa: BLE001 - counts as one more failure
+                self.env_call_since = 0.0
                 error = new_error
         self.timing["env_time"] += time.perf_counter() - start
+        if self.abandoned:
+            raise ActorAbandoned(self.what)
+        return obs
 
     def set_weights(self, version: int, weights: list[np.ndarray]) -> None:
         """Loads learner weights tagged with ``version``."""
@@ -216,13 +316,20 @@ class Actor:
         u["prev_action"][t] = self._prev_action
         u["prev_reward"][t] = self._prev_reward
 
-    def unroll(self) -> tuple[dict, dict] | None:
-        """Runs ``T`` steps; returns ``(unroll, info)`` or None if the env raised.
+    def unroll(self) -> tuple[dict, dict]:
+        """Runs ``T`` steps; returns ``(unroll, info)`` (failed environments are made again
+        within it, see the module docstring).
 
         ``info``: ``episode_returns``/``episode_lengths`` of episodes that ended during the
         unroll, ``weights_version``, ``env_restarts`` (cumulative), ``actor_id`` and the
         :data:`TIMES` seconds (see module docstring).
+
+        Raises:
+          EnvFailure: past the restart limits, or an environment the run cannot use.
+          ActorAbandoned: the actor was abandoned while an environment call hung.
         """
+        if not self.watched:
+            self.watch(None)
         u = self._alloc()
         u["state"] = tuple(np.array(s) for s in self._state)
         policies = None
@@ -244,18 +351,35 @@ class Actor:
             stepped = time.perf_counter()
             inference_time += stepped - mark
             check_actions(action, self._action_space, f"actor {self.actor_id}")
+            self.env_call_since = stepped
             try:
-                obs, reward, terminated, truncated, _ = self.env.step(action)
-                check_env_output(obs, reward)
+                obs, reward, terminated, truncated, infos = self.env.step(action)
+                if self._check_output:
+                    check_env_output(obs, reward)
+            except ActingError as error:  # past the sub-environments' restart limits
+                self.env_call_since = 0.0
+                if self.abandoned:
+                    raise ActorAbandoned(self.what) from error
+                raise
             except Exception as error:  # noqa: BLE001 - any env failure restarts the env
-                self._add_times(inference_time, env_time + time.perf_counter() - stepped)
-                self._restart_env(error)
-                return None
+                self.env_call_since = 0.0
+                if self.abandoned:
+                    raise ActorAbandoned(self.what) from error
+                obs = self._restart_env(error, self._unrolls * self.spec.unroll_length + t)
+                b = self.spec.num_envs
+                reward, terminated, truncated = np.zeros(b), np.zeros(b, bool), np.zeros(b, bool)
+                self._cut(u, t, np.ones(b, bool))
+            else:
+                self.env_call_since = 0.0
+                if self.abandoned:
+                    raise ActorAbandoned(self.what)
+                if infos and "env_failed" in infos:
+                    self._cut(u, t, infos["env_failed"])
             self._advance(u, t, obs, reward, terminated, truncated, action, state)
             mark = time.perf_counter()
             env_time += mark - stepped
+        self._unrolls += 1
         self._add_times(inference_time, env_time)
-        self.restarts.succeeded()
         self._store_inputs(u, self.spec.unroll_length)
         u["policy"] = policies
         info = {
@@ -269,6 +393,19 @@ class Actor:
         self._episode_returns, self._episode_lengths = [], []
         self.timing = dict.fromkeys(TIMES, 0.0)
         return u, info
+
+    def _cut(self, u: dict, t: int, failed: np.ndarray) -> None:
+        """Marks the episodes of the ``failed`` columns as cut at step ``t`` (module
+        docstring): step ``t`` a reset step, the step before truncated, the next
+        observation a first one; the cut episodes' statistics are dropped."""
+        failed = np.asarray(failed, bool)
+        cut = failed & ~self._reset  # a column in a reset step ended its episode already
+        u["reset"][t] |= cut
+        if t > 0:  # an episode cut at its first observation has no step to truncate
+            u["truncated"][t - 1] |= cut & ~self._first
+        self._reset = self._reset | failed  # first_{t+1} = reset_t
+        self._ep_return[failed] = 0.0
+        self._ep_length[failed] = 0
 
     def _add_times(self, inference_time: float, env_time: float) -> None:
         self.timing["inference_time"] += inference_time
@@ -299,8 +436,10 @@ class Actor:
         self._state = state
 
     def close(self) -> None:
-        """Closes the environment."""
-        self.env.close()
+        """Closes the environment (and ends its watch)."""
+        self.unwatch()
+        if self.env is not None:
+            self.env.close()
 
 
 class WeightStore:
@@ -340,7 +479,8 @@ class ActorThread(threading.Thread):
     """Runs an :class:`Actor` forever: refresh weights by version, unroll, enqueue.
 
     An exception other than an environment failure is kept in ``error`` and ends the thread
-    (the learner loop checks it).
+    (the learner loop checks it). A thread whose actor was abandoned (its environment hung,
+    :meth:`abandon`) ends without delivering anything once its call returns, if ever.
     """
 
     def __init__(self, actor: Actor, store: WeightStore, out: queue.Queue, stop: threading.Event):
@@ -348,26 +488,40 @@ class ActorThread(threading.Thread):
         self.actor, self.store, self.out, self.stop = actor, store, out, stop
         self.error: BaseException | None = None
 
+    @property
+    def abandoned(self) -> bool:
+        return self.actor.abandoned
+
+    def abandon(self) -> None:
+        """Marks the thread abandoned (it is stuck in an environment call): it delivers
+        nothing more and ends as soon as the call returns."""
+        self.actor.abandoned = True
+
+    def deliver(self, item) -> bool:
+        """Puts ``item`` in the queue unless the thread was abandoned or stopped."""
+        return not self.abandoned and put_until_stopped(self.out, item, self.stop)
+
     def step(self) -> None:
-        """Newest weights, one unroll, into the queue (a dropped unroll is not put)."""
+        """Newest weights, one unroll, into the queue."""
         if self.store.version > self.actor.weights_version:
             self.actor.set_weights(*self.store.get())
-        item = self.actor.unroll()
-        if item is not None:
-            put_until_stopped(self.out, item, self.stop)
+        self.deliver(self.actor.unroll())
 
     def run(self) -> None:
         try:
-            while not self.stop.is_set():
+            while not self.stop.is_set() and not self.abandoned:
                 self.step()
+        except ActorAbandoned:
+            pass  # its replacement acts; nothing to report
         except BaseException as error:  # noqa: BLE001 - reported by the learner loop
-            self.error = error
-            if isinstance(error, ActingError):  # one line for the user, no traceback
-                log.error("%s", error)
-            else:
-                log.exception("actor %d failed", self.actor.actor_id)
+            if not self.abandoned:
+                self.error = error
+                if isinstance(error, ActingError):  # one line for the user, no traceback
+                    log.error("%s", error)
+                else:
+                    log.exception("actor %d failed", self.actor.actor_id)
         finally:
             try:
                 self.actor.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110
                 pass

@@ -44,6 +44,13 @@ class RunConfig:
     """Bound of the actor -> learner unroll queue (in unrolls); small = low policy lag."""
     env_mode: str = "auto"
     """``make_vector_env`` mode for the actors ("auto", "sync", "async", "envpool")."""
+    env_step_timeout_s: float | None = 60.0
+    """Seconds an environment step (or reset) may take before it counts as a failure of
+    that environment: an actor or worker thread stuck in it is abandoned and replaced by a
+    new one with new environments (an async vector's processes are terminated and made
+    again), with a warning; where the actor steps in the learner's thread (``num_actors=0``,
+    ACER without workers, TAAC) the run is stopped with a checkpoint instead. Generous by
+    default, so that only a simulator that is stuck reaches it; 0 or None: no limit."""
     policy_impl: str = "auto"
     """Acting implementation: "auto" (numpy for MLP categorical policies, else TF), "tf", or
     "numpy" (also feed-forward categorical policies on the nature_cnn, small_atari_cnn and
@@ -116,6 +123,15 @@ class RunConfig:
         check_int("eval_episodes", self.eval_episodes, 1)
         check_int("deterministic_lag", self.deterministic_lag, 0)
         check_int("log_every_steps", self.log_every_steps, 0)
+        timeout = self.env_step_timeout_s
+        if timeout is not None and not (
+            isinstance(timeout, int | float) and not isinstance(timeout, bool)
+            and math.isfinite(timeout) and timeout >= 0
+        ):  # fmt: skip
+            raise ValueError(
+                f"env_step_timeout_s: expected a number of seconds >= 0 (0: no limit), "
+                f"received {timeout!r}"
+            )
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"deterministic: expected a bool, received {self.deterministic!r}")
         if not isinstance(self.eval_background, bool):

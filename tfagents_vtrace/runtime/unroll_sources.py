@@ -15,51 +15,132 @@ and ``close()`` stops it. Three kinds:
   takes the actors' unrolls in turn, so timing changes nothing).
 
 ``start(version, weights)`` publishes the first weights, then starts the actors.
+
+Hung environments (``env_step_timeout_s``, :class:`~tfagents_vtrace.runtime.env_failures.
+Watchdog`): an actor thread whose environment call exceeds the limit is abandoned (a daemon
+thread that delivers nothing more and ends if the call ever returns) and replaced, on the
+learner's next :meth:`~QueueSource.next`, by a new actor with the same id, new environments
+and new seeds (counted in ``env_restarts``), with a warning. The inline actor acts in the
+learner's thread, where nothing can replace it: a hung call stops the run instead
+(:func:`~tfagents_vtrace.runtime.env_failures.stop_inline`).
+
+Every ``next()`` that waits for actors returns to the learner's loop within
+:data:`WAIT_S` seconds of a stop request (:mod:`~tfagents_vtrace.runtime.stop_signals`,
+raised there as the driver's ``check_stop`` does), so a stop is never stuck behind actors that
+deliver nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import queue
 import threading
+import time
 
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.runtime.actor import Actor, ActorThread, WeightStore, put_until_stopped
-from tfagents_vtrace.runtime.env_failures import first_error
+from tfagents_vtrace.runtime import stop_signals
+from tfagents_vtrace.runtime.actor import Actor, ActorThread, WeightStore
+from tfagents_vtrace.runtime.env_failures import first_error, stuck, timeout_message
+
+log = logging.getLogger(__name__)
+
+WAIT_S = 0.25
+"""Seconds between two looks at the actors' errors and at a stop request while waiting."""
+CLOSE_S = 5.0
+"""Seconds :meth:`QueueSource.close` waits for all its actor threads together."""
+
+
+def check_stop_while_waiting(stop: threading.Event) -> None:
+    """Raises the driver's stop (``KeyboardInterrupt``) when one was requested, or
+    RuntimeError when the source was closed, from a wait for unrolls."""
+    if stop_signals.stop_requested():
+        stop_signals.check_stop()
+    if stop.is_set():
+        raise RuntimeError("the unroll source was closed")
 
 
 class QueueSource:
-    """Unrolls that actor threads or a Ray actor pool put into a bounded queue."""
+    """Unrolls that actor threads or a Ray actor pool put into a bounded queue.
+
+    ``replace(thread) -> thread`` (optional) makes the replacement of an abandoned actor
+    thread (module docstring); without it a hung actor is only abandoned.
+    """
 
     inline = False
 
-    def __init__(self, threads: list, unrolls: queue.Queue, store: WeightStore, stop):
+    def __init__(self, threads: list, unrolls: queue.Queue, store: WeightStore, stop,
+                 replace=None):  # fmt: skip
         self.threads, self.unrolls, self.store, self.stop = threads, unrolls, store, stop
+        self.replace = replace
+        self._lost: list = []  # threads the watchdog abandoned, replaced by next()
 
     def start(self, version: int, weights: list) -> None:
         self.publish(version, weights)
         for thread in self.threads:
+            self._watch(thread)
             thread.start()
+
+    def _watch(self, thread) -> None:
+        actor = getattr(thread, "actor", None)  # a Ray pool watches its own processes
+        if actor is not None:
+            actor.watch(lambda elapsed: self._timed_out(thread, elapsed))
+
+    def _timed_out(self, thread, elapsed: float) -> None:
+        """The watchdog's callback: abandons ``thread``, to be replaced by :meth:`next`."""
+        actor = thread.actor
+        log.warning(
+            "%s; abandoning its thread and starting a new actor with new environments",
+            timeout_message(actor.what, elapsed, actor.timeout_s),
+        )
+        thread.abandon()
+        actor.unwatch()
+        self._lost.append(thread)
+
+    def _replace_lost(self) -> None:
+        """Starts the replacements of the abandoned threads (in the learner's thread)."""
+        while self._lost:
+            old = self._lost.pop(0)
+            if self.replace is None or self.stop.is_set():
+                continue
+            new = self.replace(old)
+            self.threads[self.threads.index(old)] = new
+            self._watch(new)
+            new.start()
 
     def publish(self, version: int, weights: list) -> None:
         self.store.publish(version, weights)
 
     def next(self) -> tuple[dict, dict]:
         """The next unroll; RuntimeError once every actor failed."""
+        return self._take(self.unrolls)
+
+    def _take(self, source: queue.Queue, check_all: bool = True) -> tuple[dict, dict]:
         while True:
+            if self._lost:
+                self._replace_lost()
             try:
-                return self.unrolls.get(timeout=1.0)
+                return source.get(timeout=WAIT_S)
             except queue.Empty:
+                check_stop_while_waiting(self.stop)
                 errors = [t.error for t in self.threads if t.error is not None]
-                if errors and all(not t.is_alive() for t in self.threads):
+                if errors and (not check_all or all(not t.is_alive() for t in self.threads)):
                     raise first_error(errors, "actors") from None
 
     def close(self) -> None:
+        """Stops the actors; waits :data:`CLOSE_S` seconds at most for all of them, and not
+        for one stuck in an environment call (a daemon thread, left behind)."""
         self.stop.set()
+        deadline = time.monotonic() + CLOSE_S
         for thread in self.threads:
-            if thread.ident is not None:
-                thread.join(timeout=10)
+            actor = getattr(thread, "actor", None)
+            if actor is not None:
+                actor.unwatch()
+            if thread.ident is None or getattr(thread, "abandoned", False) or stuck(actor):
+                continue
+            thread.join(timeout=max(deadline - time.monotonic(), 0.0))
 
 
 class VersionedWeights:
@@ -107,38 +188,33 @@ class LockstepActorThread(ActorThread):
             if weights is None:
                 return
             self.actor.set_weights(version, weights)
-        item = self.actor.unroll()
-        if item is not None and put_until_stopped(self.out, item, self.stop):
+        if self.deliver(self.actor.unroll()):
             self.made += 1
 
 
 class LockstepSource(QueueSource):
     """The deterministic actor threads (:class:`LockstepActorThread`): each fills a queue
     of its own and :meth:`next` takes them in turn, so every update learns from the same
-    unrolls, made with the same weights, whatever the threads' timing."""
+    unrolls, made with the same weights, whatever the threads' timing. A replaced thread
+    continues its predecessor's place in the order."""
 
-    def __init__(self, threads: list, queues: list, weights: VersionedWeights, stop):
-        super().__init__(threads, None, None, stop)
+    def __init__(self, threads: list, queues: list, weights: VersionedWeights, stop,
+                 replace=None):  # fmt: skip
+        super().__init__(threads, None, None, stop, replace)
         self.queues, self.weights, self.taken = queues, weights, 0
 
     def publish(self, version: int, weights: list) -> None:
         self.weights.publish(version, weights)
 
     def next(self) -> tuple[dict, dict]:
-        source = self.queues[self.taken % len(self.queues)]
-        while True:
-            try:
-                item = source.get(timeout=1.0)
-                self.taken += 1
-                return item
-            except queue.Empty:
-                errors = [t.error for t in self.threads if t.error is not None]
-                if errors:  # one missing actor stops the fixed order
-                    raise first_error(errors, "actors") from None
+        item = self._take(self.queues[self.taken % len(self.queues)], check_all=False)
+        self.taken += 1  # one missing actor stops the fixed order: any error ends the run
+        return item
 
 
 class InlineSource:
-    """One actor stepped in the caller's thread with the newest published weights."""
+    """One actor stepped in the caller's thread with the newest published weights; a hung
+    environment call stops the run (module docstring)."""
 
     inline = True
 
@@ -146,6 +222,7 @@ class InlineSource:
         self.actor, self.version, self.weights = actor, -1, None
 
     def start(self, version: int, weights: list) -> None:
+        self.actor.watch(None)
         self.publish(version, weights)
 
     def publish(self, version: int, weights: list) -> None:
@@ -154,48 +231,59 @@ class InlineSource:
     def next(self) -> tuple[dict, dict]:
         if self.version > self.actor.weights_version:
             self.actor.set_weights(self.version, self.weights)
-        item = None
-        while item is None:  # None: the env raised, was recreated, the unroll dropped
-            item = self.actor.unroll()
-        return item
+        return self.actor.unroll()
 
     def close(self) -> None:
         self.actor.close()
 
 
 def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, counters=None):
-    """The source ``run`` asks for (module docstring), its actors built from ``spec``;
-    ``network_factory()`` gives each actor its network, ``env_factory`` (``(num_envs, seed)
-    -> VectorEnv``) replaces ``make_vector_env``; ``start`` is the update count the run
-    starts from (the first weights' version); ``counters`` (optional) count a replaced Ray
-    actor's restart at once."""
+    """The source ``run`` asks for (module docstring), its actors built from ``spec`` (with
+    the run's ``env_step_timeout_s``); ``network_factory()`` gives each actor its network,
+    ``env_factory`` (``(num_envs, seed) -> VectorEnv``) replaces ``make_vector_env``;
+    ``start`` is the update count the run starts from (the first weights' version);
+    ``counters`` (optional) count a replaced Ray actor's restart at once."""
+    timeout = getattr(run, "env_step_timeout_s", spec.env_step_timeout_s)
+    spec = dataclasses.replace(spec, env_step_timeout_s=timeout)
     actor_factory = None
     if env_factory is not None:
         actor_factory = lambda seed: env_factory(run.num_envs, seed)  # noqa: E731
+
+    def new_actor(i: int) -> Actor:
+        return Actor(spec, i, network_factory(), actor_factory)
+
     if run.backend == "local" and run.num_actors == 0:
-        return InlineSource(Actor(spec, 0, network_factory(), env_factory=actor_factory))
+        return InlineSource(new_actor(0))
     stop = threading.Event()
     if run.deterministic:  # local threads (RunConfig refuses Ray)
         weights = VersionedWeights(run.deterministic_lag)
         queues = [queue.Queue(maxsize=run.queue_capacity) for _ in range(run.num_actors)]
-        threads = [
-            LockstepActorThread(Actor(spec, i, network_factory(), actor_factory), weights,
-                                queues[i], stop, run.num_actors, run.batch_unrolls, start)
-            for i in range(run.num_actors)
-        ]  # fmt: skip
-        return LockstepSource(threads, queues, weights, stop)
+
+        def lockstep(actor: Actor, made: int = 0) -> LockstepActorThread:
+            i = actor.actor_id
+            thread = LockstepActorThread(actor, weights, queues[i], stop, run.num_actors,
+                                         run.batch_unrolls, start)  # fmt: skip
+            thread.made = made
+            return thread
+
+        def replace_lockstep(old: LockstepActorThread) -> LockstepActorThread:
+            return lockstep(old.actor.successor(network_factory()), old.made)
+
+        threads = [lockstep(new_actor(i)) for i in range(run.num_actors)]
+        return LockstepSource(threads, queues, weights, stop, replace_lockstep)
     store = WeightStore()
     unrolls: queue.Queue = queue.Queue(maxsize=run.queue_capacity)
     if run.backend == "ray":  # one driver thread for all Ray actors, same queue and store
         from tfagents_vtrace.runtime.ray_backend import RayActorPool
 
         threads = [RayActorPool.from_run(run, spec, store, unrolls, stop, env_factory, counters)]
-    else:
-        threads = [
-            ActorThread(Actor(spec, i, network_factory(), actor_factory), store, unrolls, stop)
-            for i in range(run.num_actors)
-        ]
-    return QueueSource(threads, unrolls, store, stop)
+        return QueueSource(threads, unrolls, store, stop)
+
+    def replace(old: ActorThread) -> ActorThread:
+        return ActorThread(old.actor.successor(network_factory()), store, unrolls, stop)
+
+    threads = [ActorThread(new_actor(i), store, unrolls, stop) for i in range(run.num_actors)]
+    return QueueSource(threads, unrolls, store, stop, replace)
 
 
 def stack_unrolls(unrolls: list[dict]) -> dict:

@@ -7,7 +7,9 @@ Worker` iterations run on a :class:`~tfagents_vtrace.runtime.workers.WorkerPool`
 evaluates and checkpoints, holding the shared optimizer's lock while it copies the weights
 or saves, so a checkpoint never holds half an update. The run ends within one rollout of
 ``total_steps``: ``total_steps <= step < total_steps + t_max * num_envs``. The final row
-adds ``worker_steps`` (environment steps per worker in this process).
+adds ``worker_steps`` (environment steps per worker in this process). A worker whose
+environment hangs past ``env_step_timeout_s`` is replaced by a new one with new environments
+(:mod:`~tfagents_vtrace.runtime.workers`), its claimed steps given back to the budget.
 
 With ``backend="ray"`` each worker is a Ray actor process that returns gradients and the
 driver's thread applies them (the parameter server):
@@ -17,6 +19,7 @@ driver's thread applies them (the parameter server):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from tfagents_vtrace.agents import placement
@@ -48,7 +51,8 @@ class A3CAgent(NetworkAgent):
 
     def start(self, counters) -> None:
         run, restart, env_factory = self.run_config, counters.env_steps, self.actor_env_factory()
-        spec = self.actor_spec(self.config.t_max, restart)
+        spec = dataclasses.replace(self.actor_spec(self.config.t_max, restart),
+                                   env_step_timeout_s=run.env_step_timeout_s)  # fmt: skip
         if run.backend == "ray":
             from tfagents_vtrace.agents.a3c.ray_workers import RayWorkers
 
@@ -58,9 +62,10 @@ class A3CAgent(NetworkAgent):
             self.source.start()
             return
         self.workers = [
-            Worker(i, self.learner, spec, self.build_network(), counters, env_factory)
+            Worker(i, self.learner, spec, self.build_network(), counters, env_factory,
+                   network_factory=self.build_network)
             for i in range(self.config.num_workers)
-        ]
+        ]  # fmt: skip
         self.start_workers(self.workers, self.config.t_max * run.num_envs, restart)
 
     def worker_steps(self) -> list[int]:

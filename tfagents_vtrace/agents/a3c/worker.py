@@ -12,6 +12,9 @@ repeated on its own thread by a :class:`~tfagents_vtrace.runtime.workers.WorkerP
    call), with the entropy weight of the current global step;
 4. apply them to the global network through the one shared optimizer, add the rollout's
    steps to the global step and count them in the run's counters, atomically.
+
+A worker whose environment hangs is abandoned by its pool and :meth:`Worker.replacement`
+takes its place: the same id and counts, a new network copy and new environments.
 """
 
 from __future__ import annotations
@@ -33,13 +36,18 @@ class Worker:
       network: the worker's local network (same architecture as the global one).
       counters: the run's :class:`~tfagents_vtrace.runtime.counters.Counters`.
       env_factory: optional ``seed -> VectorEnv`` for the runtime actor.
+      network_factory: ``() -> network`` for a replacement's copy.
+      actor: the worker's actor (default: a new one from ``spec`` and ``env_factory``).
     """
 
     def __init__(self, worker_id: int, learner: A3CLearner, spec: ActorSpec, network, counters,
-                 env_factory=None):  # fmt: skip
+                 env_factory=None, network_factory=None, actor: Actor | None = None):  # fmt: skip
         self.worker_id = int(worker_id)
         self.learner, self.spec, self.network, self.counters = learner, spec, network, counters
-        self.actor = Actor(spec, worker_id, network=network, env_factory=env_factory)
+        self.network_factory = network_factory
+        if actor is None:
+            actor = Actor(spec, worker_id, network=network, env_factory=env_factory)
+        self.actor = actor
         self.steps = 0
         self.updates = 0
         self._grads = batching.BatchFunction(self._grads_fn)
@@ -58,13 +66,11 @@ class Worker:
             self.network.set_weights(weights)
         return version
 
-    def iterate(self) -> dict[str, float] | None:
-        """One sync -> rollout -> gradient -> shared update; None if the env failed."""
+    def iterate(self) -> dict[str, float]:
+        """One sync -> rollout -> gradient -> shared update (an abandoned worker's actor
+        raises ``ActorAbandoned`` before the update)."""
         version = self.sync()
-        item = self.actor.unroll()
-        if item is None:
-            return None
-        batch, info = item
+        batch, info = self.actor.unroll()
         steps = self.spec.unroll_length * self.spec.num_envs
         coef = tf.constant(self.learner.entropy_coef(), tf.float32)
         grads, metrics = self._grads(batch, coef)
@@ -76,6 +82,16 @@ class Worker:
         self.steps += steps
         self.updates += 1
         return out
+
+    def replacement(self) -> Worker:
+        """A new worker in this one's place (its environment hung): the same id, learner and
+        counts, a new network copy and new environments with new seeds."""
+        network = self.network_factory()
+        new = Worker(self.worker_id, self.learner, self.spec, network, self.counters,
+                     network_factory=self.network_factory,
+                     actor=self.actor.successor(network))  # fmt: skip
+        new.steps, new.updates = self.steps, self.updates
+        return new
 
     def close(self) -> None:
         self.actor.close()

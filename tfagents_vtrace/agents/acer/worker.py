@@ -12,6 +12,9 @@ update's gradient is taken on the weights that acted, unsynced, as chainerrl's A
 ``sync_parameters`` follows each update), so that update is exactly on-policy (rho = 1);
 with ``on_policy_importance_weights`` the copy is re-synced first and the unroll is
 importance-weighted against the stored behaviour policy instead.
+
+A worker whose environment hangs is abandoned by its pool and :meth:`AcerWorker.replacement`
+takes its place: the same stream, a new network copy and new environments with new seeds.
 """
 
 from __future__ import annotations
@@ -22,11 +25,21 @@ class AcerWorker:
     ``learner`` (``get_weights``, ``gradients_fn``, ``apply_gradients``, ``lock``),
     ``build_network``, ``actor`` and ``iterate``."""
 
-    def __init__(self, agent, worker: int):
+    def __init__(self, agent, worker: int, predecessor: AcerWorker | None = None):
         self.agent, self.learner, self.worker = agent, agent.learner, worker
         self.network = agent.build_network()
-        self.actor = agent.actor(worker, self.network)
+        if predecessor is None:
+            self.actor = agent.actor(worker, self.network)
+        else:
+            self.actor = predecessor.actor.successor(self.network)
         self._grads = self.learner.gradients_fn(self.network)
+
+    def replacement(self) -> AcerWorker:
+        """A new worker in this one's place (its environment hung): the same stream, a new
+        network copy and new environments with new seeds. The stream's unfinished episodes
+        are dropped from the replay (the new environments start new ones)."""
+        self.agent.extra_state.discard_open(self.worker)
+        return AcerWorker(self.agent, self.worker, predecessor=self)
 
     def _sync(self) -> None:
         with self.learner.lock:

@@ -24,9 +24,20 @@ the vector: its reward is never read by the learner and is stored as zeros.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from tfagents_vtrace.runtime.env_failures import EnvFailure, check_actions, check_env_output
+from tfagents_vtrace.runtime.env_failures import (
+    STEP_TIMEOUT_S,
+    EnvFailure,
+    check_actions,
+    check_env_output,
+    step_timeout,
+    stop_inline,
+    timeout_message,
+    watchdog,
+)
 
 REPLAY_FIELDS = ("observation", "reward", "discount", "is_last", "prev_tau", "tau", "b")
 """What each stored step holds (``SequenceReplay`` specs in this order)."""
@@ -102,13 +113,22 @@ class Rollout:
       seed: the reset's seed.
       forced_switch_cuts: store the effective switch as ``b`` instead of the sampled one.
       reward_dim: D; D > 1 reads the reward vector from the step's info.
+      step_timeout_s: seconds a step may take before the run is stopped (None or 0: no
+        limit).
     """
 
     def __init__(
         self, env, policy, replay, seed: int, forced_switch_cuts: bool = False,
-        reward_dim: int = 1,
+        reward_dim: int = 1, step_timeout_s: float | None = STEP_TIMEOUT_S,
     ):  # fmt: skip
         self.env, self.policy, self.replay = env, policy, replay
+        self.env_call_since = 0.0  # perf_counter() while env.step runs (the watchdog's)
+        limit = step_timeout(step_timeout_s)
+
+        def on_timeout(elapsed: float) -> None:
+            stop_inline(timeout_message("taac: the training environment", elapsed, limit))
+
+        watchdog().watch(self, limit, on_timeout)
         self.b_key = "b" if forced_switch_cuts else "sampled_b"
         self.reward_dim = int(reward_dim)
         self.obs, _ = env.reset(seed=seed)
@@ -128,10 +148,15 @@ class Rollout:
             self.obs, self.first, None, None, self.state, random_phase
         )
         check_actions(action, self.env.single_action_space, "taac")
-        try:  # no restarts: the replay's running windows need the env's episodes intact
+        try:  # a whole vector is not made again: the replay's windows need the episodes
+            self.env_call_since = time.perf_counter()
             next_obs, reward, terminated, truncated, infos = self.env.step(action)
+            self.env_call_since = 0.0
             check_env_output(next_obs, reward)
+        except EnvFailure:  # a sub-environment past its restart limits: its own line
+            raise
         except Exception as error:  # noqa: BLE001 - ends the run with one line
+            self.env_call_since = 0.0
             raise EnvFailure(
                 f"the training environment failed; TAAC does not recreate it: "
                 f"{type(error).__name__}: {error}"
