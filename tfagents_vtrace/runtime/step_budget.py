@@ -1,8 +1,10 @@
 """The environment steps that asynchronous workers may still take, claimed a rollout at a time.
 
 Each worker claims its rollout's steps before acting and gives a claim back when the rollout
-is dropped (a failed environment), so a run of any number of workers ends within one rollout
-of ``total_steps``: ``total <= counted < total + steps of one claim``.
+is dropped (its iteration raised), and its pool gives it back when the worker is lost (its
+environment hung and its thread was abandoned, :mod:`tfagents_vtrace.runtime.workers`), so a
+run of any number of workers ends within one rollout of ``total_steps``: ``total <= counted <
+total + steps of one claim``.
 """
 
 from __future__ import annotations
