@@ -463,9 +463,12 @@ class Driver:
         start, start_steps = time.monotonic(), counters.env_steps
         single = self.role.task_type is None
         try:
-            try:  # a stop is saved before acting closes (closing may wait on a hung env)
-                with guard if single else contextlib.nullcontext():
-                    with register_saver(self._stop_save) if single else contextlib.nullcontext():
+            # Acting closes before a stop is saved, so the checkpoint holds what the workers
+            # last counted; closing does not wait on a thread stuck in its environment, and a
+            # stop's grace watchdog saves from its own thread if closing takes too long.
+            with guard if single else contextlib.nullcontext():
+                with register_saver(self._stop_save) if single else contextlib.nullcontext():
+                    try:
                         solved = self._solved_before()
                         self.agent.start(counters)
                         if not self.resumed:
@@ -476,9 +479,9 @@ class Driver:
                             if single:
                                 self.save()
                             raise
-            finally:
-                self.agent.close()
-                progress.close()
+                    finally:
+                        self.agent.close()
+                        progress.close()
             sps = (counters.env_steps - start_steps) / max(time.monotonic() - start, 1e-9)
             last_eval = self._last_eval
             if solved and self.eval_weights is not None:  # keep (and export) those weights

@@ -118,10 +118,11 @@ def worker_role(strategy: tf.distribute.Strategy | None) -> WorkerRole:
     return role_from_resolver(getattr(strategy, "cluster_resolver", None))
 
 
-def any_worker(strategy: tf.distribute.Strategy, flag: bool) -> bool:
+def any_worker(strategy: tf.distribute.Strategy | None, flag: bool) -> bool:
     """Whether ``flag`` is true on any worker of ``strategy``'s cluster: a collective
     all-reduce, so every worker must call it at the same point of its loop (a stop signal
     reaches the workers at different moments; they stop at the same update)."""
+    strategy = strategy or tf.distribute.get_strategy()
     value = strategy.run(lambda: tf.constant(1.0 if flag else 0.0))
     return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None).numpy() > 0)
 

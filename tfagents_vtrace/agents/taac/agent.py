@@ -99,6 +99,7 @@ class TaacAgent:
         self.rollout = Rollout(
             self.env, policy, self.extra_state, seed + 7919 * restart,
             forced_switch_cuts=self.config.forced_switch_cuts, reward_dim=self.config.reward_dim,
+            step_timeout_s=self.run_config.env_step_timeout_s,
         )  # fmt: skip
 
     def advance(self) -> dict:
