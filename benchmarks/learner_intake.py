@@ -80,7 +80,7 @@ SATURATED = 0.9
 # ---------------------------------------------------------------------------- stub actors
 class ReplayHost:
     """The body of a stub Ray actor: answers ``unroll(version, weights_ref)`` with recorded
-    unrolls in turn, as :class:`~tfagents_vtrace.runtime.ray_backend.ActorHost` answers
+    unrolls in turn, as :class:`~tfagents_vtrace.runtime.acting.ray_backend.ActorHost` answers
     with fresh ones (weights fetched when the version is newer, an ``info`` of the same
     keys); no environment, no network, no TensorFlow."""
 
@@ -145,7 +145,7 @@ def register_stub_env() -> None:
 
 def stub_env_actor_host():
     """``ActorHost`` that registers the stub Pong env in its process first."""
-    from tfagents_vtrace.runtime.ray_backend import ActorHost
+    from tfagents_vtrace.runtime.acting.ray_backend import ActorHost
 
     class StubEnvActorHost(ActorHost):
         def __init__(self, *args, **kwargs):
@@ -159,7 +159,7 @@ def pool_classes():
     """``(IntakePool, StubPool)``: ``RayActorPool`` whose ``start()`` drives actors built
     beforehand (:meth:`adopt`) and whose end leaves them alive for the next measurement;
     ``StubPool`` builds :class:`ReplayHost` actors."""
-    from tfagents_vtrace.runtime.ray_backend import RayActorPool
+    from tfagents_vtrace.runtime.acting.ray_backend import RayActorPool
 
     if __name__ != "__main__":  # imported by path (tests): Ray pickles ReplayHost by value
         import ray.cloudpickle
@@ -199,7 +199,12 @@ class Bench:
         import numpy as np
 
         import tfagents_vtrace as tv
-        from tfagents_vtrace.runtime.actor import Actor, ActorSpec, WeightStore, build_network
+        from tfagents_vtrace.runtime.acting.actor import (
+            Actor,
+            ActorSpec,
+            WeightStore,
+            build_network,
+        )
 
         env_id = flagfile_value(path, "env")
         stub_env = bool(env_id and env_id.startswith("ALE/") and (args.stub_env or not atari))
@@ -234,7 +239,7 @@ class Bench:
         self.stubs, self.reals = [], []
 
     def stack(self, unrolls: list) -> dict:
-        from tfagents_vtrace.runtime.unroll_sources import stack_unrolls
+        from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls
 
         return stack_unrolls(unrolls[: self.run.batch_unrolls])
 
@@ -257,7 +262,7 @@ class Bench:
         """Builds the stub and real Ray actors (together) and waits until all are built."""
         import ray
 
-        from tfagents_vtrace.runtime.ray_backend import RayActorPool
+        from tfagents_vtrace.runtime.acting.ray_backend import RayActorPool
 
         _, StubPool = pool_classes()
         recorded_ref = ray.put(self.recorded)
@@ -296,7 +301,7 @@ class Bench:
         if mode == "a":
             batches = iter(self.batches * 10**6)
             return self._window(lambda: next(batches), train=True)
-        from tfagents_vtrace.runtime.unroll_sources import QueueSource
+        from tfagents_vtrace.runtime.acting.unroll_sources import QueueSource
 
         IntakePool, _ = pool_classes()
         handles = (self.stubs if mode in ("b", "t") else self.reals)[:actors]
@@ -547,7 +552,7 @@ def main(argv=None) -> None:
     atari = all(importlib.util.find_spec(m) is not None for m in ("ale_py", "cv2"))
     import ray
 
-    from tfagents_vtrace.runtime.ray_backend import init_local_ray
+    from tfagents_vtrace.runtime.acting.ray_backend import init_local_ray
 
     n_max = max(args.actors)
     init_local_ray(max(os.cpu_count() or 1, 2 * n_max), log_to_driver=False)

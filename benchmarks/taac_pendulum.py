@@ -99,13 +99,13 @@ def sac_worker(args: argparse.Namespace) -> None:
 
 
 def _last_json(stdout: str) -> dict:
-    from tfagents_vtrace.runtime.config_io import last_json_line
+    from tfagents_vtrace.runtime.rundir.config_io import last_json_line
 
     return last_json_line(stdout)
 
 
 def _rows(logdir: str) -> list[dict]:
-    from tfagents_vtrace.runtime.metrics_log import read_metrics
+    from tfagents_vtrace.runtime.rundir.metrics_log import read_metrics
 
     return read_metrics(logdir)
 

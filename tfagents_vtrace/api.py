@@ -65,7 +65,7 @@ def config_path(name: str | os.PathLike) -> str:
 def make_configs(
     agent: str | None = None, env: Any = None, *, flagfile: str | None = None, **settings: Any
 ):
-    """The typed configs (:class:`~tfagents_vtrace.runtime.settings.RunConfigs`) of a run:
+    """The typed configs (:class:`~tfagents_vtrace.settings.RunConfigs`) of a run:
     ``flagfile``'s settings (a ``.cfg`` path or a shipped config's name: :func:`config_path`),
     then ``settings`` over them; ``agent`` and ``env`` default to the flagfile's, else
     ``"impala"`` on ``"CartPole-v1"``.
@@ -76,7 +76,7 @@ def make_configs(
       ValueError: naming the setting, the agent or the space that is refused.
     """
     from tfagents_vtrace.envs.user_envs import resolve_env
-    from tfagents_vtrace.runtime.settings import (
+    from tfagents_vtrace.settings import (
         build_configs,
         check_spaces,
         read_flagfile,

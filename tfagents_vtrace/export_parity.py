@@ -73,7 +73,7 @@ class SavedModelRunner:
 
         self._tf = tf
         if isinstance(policy, str | os.PathLike):
-            from tfagents_vtrace.tf_paths import load_saved_model
+            from tfagents_vtrace.utils.tf_paths import load_saved_model
 
             policy = load_saved_model(policy)
         if hasattr(policy, "serving_signatures"):  # in process: the exported functions

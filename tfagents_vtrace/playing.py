@@ -182,7 +182,7 @@ def load_policy(path: str | os.PathLike) -> Policy:
       PolicyLoadError: (a ValueError) naming ``path`` when it holds no SavedModel, one whose
         files are cut or missing (``damaged``), or one that is not an exported policy.
     """
-    from tfagents_vtrace.tf_paths import load_saved_model
+    from tfagents_vtrace.utils.tf_paths import load_saved_model
 
     path = os.fspath(path)
     if not os.path.isfile(os.path.join(path, "saved_model.pb")):

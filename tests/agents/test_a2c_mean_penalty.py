@@ -10,7 +10,7 @@ import tensorflow as tf
 from tests.agents._unroll_batch import unroll_batch
 from tfagents_vtrace.agents.a2c import A2CConfig, A2CLearner, a2c_loss
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
-from tfagents_vtrace.runtime.settings import build_configs
+from tfagents_vtrace.settings import build_configs
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 BOX = gym.spaces.Box(-2.0, 2.0, (2,), np.float32)

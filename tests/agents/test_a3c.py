@@ -202,7 +202,7 @@ def test_ray_workers_train_resume_export_and_a_killed_worker_is_replaced(tmp_pat
     launch costs seconds of TensorFlow imports.)"""
 
     import tfagents_vtrace.envs  # noqa: F401
-    from tfagents_vtrace.runtime import metrics_log
+    from tfagents_vtrace.runtime.rundir import metrics_log
 
     config = A3CConfig(num_workers=2, t_max=5)
     trainer = a3c_driver(_ray_run(1500), config, RAY_NET, str(tmp_path), record_order=True)
@@ -234,7 +234,7 @@ def test_interrupt_saves_a_checkpoint_resume_bounds_the_overshoot_then_finished(
     """Ctrl-C (a KeyboardInterrupt in the watching thread) stops the workers and saves;
     re-running resumes and ends within one rollout of total_steps; a third run is a no-op."""
     import tfagents_vtrace.envs  # noqa: F401
-    from tfagents_vtrace.runtime import metrics_log, stop_signals
+    from tfagents_vtrace.runtime.rundir import metrics_log, stop_signals
 
     # 2 workers x (t_max 5 x 2 envs): 10-step rollouts; 605 is not a multiple of 10.
     run = RunConfig(env_id="CartPole-v1", total_steps=605, num_envs=2, eval_episodes=2,

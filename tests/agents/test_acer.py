@@ -20,10 +20,10 @@ from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.agents.acer import AcerConfig, AcerLearner, network_config_for
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.replay import storage
-from tfagents_vtrace.runtime import metrics_log, stop_signals
-from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
+from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, build_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import make_driver
+from tfagents_vtrace.runtime.rundir import metrics_log, stop_signals
 
 ray_session = ray_tests.ray_session  # one local Ray per module (skips without Ray)
 _assert_actors_dead = ray_tests._assert_actors_dead

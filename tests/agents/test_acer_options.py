@@ -24,7 +24,7 @@ import tensorflow as tf
 from tests.agents.test_acer_loss import episode_parts, make_batch, reference_discrete, softmax
 from tfagents_vtrace.agents.acer import AcerAgent, AcerConfig, AcerLearner, AcerWorker, acer_loss
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
-from tfagents_vtrace.runtime.actor import build_network
+from tfagents_vtrace.runtime.acting.actor import build_network
 
 ROOT = Path(__file__).resolve().parents[2]
 OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)

@@ -7,7 +7,7 @@ import pytest
 
 import tfagents_vtrace
 from tfagents_vtrace.networks import NetworkConfig
-from tfagents_vtrace.runtime.settings import build_configs, read_flagfile
+from tfagents_vtrace.settings import build_configs, read_flagfile
 
 CONFIGS = os.path.join(os.path.dirname(tfagents_vtrace.__file__), "configs")
 

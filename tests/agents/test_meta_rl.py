@@ -9,7 +9,7 @@ import tensorflow as tf
 import tfagents_vtrace.envs  # noqa: F401 - registers the Bandit ids
 from tfagents_vtrace.agents.a2c import A2CConfig, A2CLearner
 from tfagents_vtrace.networks import NetInputs, NetworkConfig
-from tfagents_vtrace.runtime.actor import Actor, ActorSpec, build_network
+from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, build_network
 
 ENV = "BanditDependentUniform-v0"
 NET = NetworkConfig(

@@ -16,8 +16,8 @@ from tests.runtime import test_ray_backend as ray_tests
 from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner, TaacPolicy
 from tfagents_vtrace.agents.taac.export import export_taac_policy
 from tfagents_vtrace.agents.taac.learner import BATCH_KEYS
-from tfagents_vtrace.runtime import metrics_log, stop_signals
 from tfagents_vtrace.runtime.config import RunConfig
+from tfagents_vtrace.runtime.rundir import metrics_log, stop_signals
 
 ray_session = ray_tests.ray_session  # one local Ray per module (skips without Ray)
 
@@ -382,7 +382,7 @@ def test_vector_reward_run_with_three_critic_replicas(tmp_path):
     loaded = tf.saved_model.load(f"{logdir}/policy")
     meta = json.loads(loaded.metadata.numpy().decode())
     assert meta["num_critic_replicas"] == 3 and meta["reward_weights"] == list(weights)
-    from tfagents_vtrace.runtime import config_io, run_dir
+    from tfagents_vtrace.runtime.rundir import config_io, run_dir
 
     for change in (dict(num_critic_replicas=2), dict(reward_dim=1, reward_weights=None)):
         other = TaacConfig(**{**cfg.__dict__, **change})  # what experiments.train checks

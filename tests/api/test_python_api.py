@@ -111,7 +111,7 @@ def test_a_shipped_config_by_name_and_settings_over_it():
 
 @pytest.mark.parametrize("name", ["impala_minatar_breakout", "impala_atari_pong", "acer_cartpole"])
 def test_every_kind_of_flagfile_line_reads(name):
-    from tfagents_vtrace.runtime.settings import read_flagfile
+    from tfagents_vtrace.settings import read_flagfile
 
     values = read_flagfile(tv.config_path(name))
     assert "rmalize_advantages" not in values and "agent" in values

@@ -122,7 +122,7 @@ def test_atari_unroll_actions_line_up_with_the_observations_they_cause():
     action recorded at t + 1 cannot have moved it (~0.3). Actions recorded one step early
     or late relative to the observations fail one of the two bounds."""
     from tfagents_vtrace.networks.config import NetworkConfig
-    from tfagents_vtrace.runtime.actor import Actor, ActorSpec
+    from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec
 
     b_envs, steps = 8, 200
     spec = ActorSpec(

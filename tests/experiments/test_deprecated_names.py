@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import tfagents_vtrace as tv
+from tfagents_vtrace import settings
 from tfagents_vtrace.commands.common import rename_deprecated_flags
-from tfagents_vtrace.runtime import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = dict(total_steps=400, num_envs=4, unroll_length=5, eval_every=0, eval_episodes=1)

@@ -11,8 +11,8 @@ import tensorflow as tf
 
 import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 from tfagents_vtrace.networks import NetInputs, NetworkConfig
-from tfagents_vtrace.runtime.checkpointing import restore_network
 from tfagents_vtrace.runtime.config import RunConfig
+from tfagents_vtrace.runtime.rundir.checkpointing import restore_network
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NET = NetworkConfig(hidden_sizes=(8,))

@@ -10,9 +10,9 @@ import tensorflow as tf
 
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetInputs, NetworkConfig
-from tfagents_vtrace.runtime.checkpointing import restore_network
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import train
+from tfagents_vtrace.runtime.rundir.checkpointing import restore_network
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

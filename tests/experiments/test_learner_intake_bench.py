@@ -35,9 +35,9 @@ def test_a_bad_flag_is_one_line_and_exit_code_2(flag, message):
 def test_stub_actors_replay_recorded_unrolls_through_the_ray_pool():
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install .[ray])")
     from tfagents_vtrace.networks import NetworkConfig
-    from tfagents_vtrace.runtime.actor import Actor, ActorSpec, WeightStore
-    from tfagents_vtrace.runtime.ray_backend import init_local_ray
-    from tfagents_vtrace.runtime.unroll_sources import QueueSource
+    from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, WeightStore
+    from tfagents_vtrace.runtime.acting.ray_backend import init_local_ray
+    from tfagents_vtrace.runtime.acting.unroll_sources import QueueSource
 
     spec = ActorSpec("CartPole-v1", NetworkConfig(hidden_sizes=(8,)), num_envs=4, unroll_length=3)
     actor = Actor(spec)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from experiments import plot
-from tfagents_vtrace import plotting
+from tfagents_vtrace.commands import plotting
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -187,8 +187,8 @@ def test_ctrl_c_while_starting_is_one_line_and_exit_130(tmp_path, when):
 def test_export_of_a_run_whose_checkpoints_are_all_damaged_is_one_line_and_exit_1(tmp_path):
     from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.networks import NetworkConfig
-    from tfagents_vtrace.runtime import config_io
     from tfagents_vtrace.runtime.config import RunConfig
+    from tfagents_vtrace.runtime.rundir import config_io
 
     logdir = tmp_path / "run"
     agent = get_agent("impala")

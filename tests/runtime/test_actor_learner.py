@@ -10,10 +10,10 @@ import pytest
 from tests.runtime.test_actor import FailingVectorEnv, short_cartpole
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
-from tfagents_vtrace.runtime.checkpointing import restore_network
+from tfagents_vtrace.runtime.acting.time_shares import bottleneck, time_fractions
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import NonFiniteLossError, make_driver, train
-from tfagents_vtrace.runtime.time_shares import bottleneck, time_fractions
+from tfagents_vtrace.runtime.rundir.checkpointing import restore_network
 
 AGENT = get_agent("impala")
 NET = NetworkConfig(hidden_sizes=(16,))

@@ -11,9 +11,9 @@ import pytest
 
 from tests.runtime.test_actor_learner import AGENT, NET, _rows, _run
 from tfagents_vtrace.agents import get_agent
-from tfagents_vtrace.runtime import checkpoint_files as files
-from tfagents_vtrace.runtime.checkpointing import CheckpointError, has_checkpoint
 from tfagents_vtrace.runtime.driver import make_driver, train
+from tfagents_vtrace.runtime.rundir import checkpoint_files as files
+from tfagents_vtrace.runtime.rundir.checkpointing import CheckpointError, has_checkpoint
 
 # One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
 # fixture is built once, not once per worker.
@@ -99,7 +99,7 @@ def test_no_intact_checkpoint_is_one_error_and_nothing_is_deleted(run_copy):
     assert len(os.listdir(os.path.join(run_copy, "checkpoints", files.DAMAGED_DIR))) == 6
     assert not has_checkpoint(run_copy)
     with pytest.raises(ValueError, match=r"no checkpoint to resume"):  # never a silent restart
-        from tfagents_vtrace.runtime import config_io, run_dir
+        from tfagents_vtrace.runtime.rundir import config_io, run_dir
 
         run_dir.prepare_logdir(run_copy, config_io.read_config(run_copy))
 
@@ -154,7 +154,7 @@ def test_an_unterminated_last_row_is_repaired_before_appending(run_copy):
 
 def test_a_start_killed_before_its_first_checkpoint_restarts(tmp_path):
     logdir = str(tmp_path / "run")
-    from tfagents_vtrace.runtime import config_io, run_dir
+    from tfagents_vtrace.runtime.rundir import config_io, run_dir
 
     config = config_io.run_config_dict("impala", _run(1024), AGENT.Config(), NET)
     config_io.write_config(logdir, config)
@@ -194,7 +194,7 @@ def test_undecodable_bytes_in_the_metrics_log_are_dropped(run_copy):
 
 def _train_cli_like(logdir, total_steps):
     """As a command does: the directory is checked before the driver runs."""
-    from tfagents_vtrace.runtime import config_io, run_dir
+    from tfagents_vtrace.runtime.rundir import config_io, run_dir
 
     run = _run(total_steps, checkpoint_every_s=1e-6)
     config = config_io.run_config_dict("impala", run, AGENT.Config(), NET)
@@ -226,7 +226,7 @@ def test_a_start_killed_inside_its_step0_checkpoint_starts_afresh(run_copy, tmp_
     )
     open(os.path.join(logdir, "checkpoints", "ckpt-0.index"), "wb").close()  # not yet written
     for _ in range(2):  # and again, with the damaged step-0 files set aside
-        from tfagents_vtrace.runtime import config_io, run_dir
+        from tfagents_vtrace.runtime.rundir import config_io, run_dir
 
         run = _run(1024, checkpoint_every_s=1e-6)
         assert run_dir.prepare_logdir(logdir, config_io.read_config(logdir)) in ("new", "resume")

@@ -13,7 +13,7 @@ import pytest
 
 from tests.runtime.test_driver import _setup
 from tfagents_vtrace.runtime.driver import make_driver
-from tfagents_vtrace.runtime.metrics_log import read_metrics
+from tfagents_vtrace.runtime.rundir.metrics_log import read_metrics
 
 TIMINGS = ("wall_time", "sps", "bottleneck", "train_wall_time", "train_sps")
 # impala: 2 actor threads, 2 unrolls per update; a3c / acer_workers: 2 worker threads.

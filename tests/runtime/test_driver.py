@@ -17,13 +17,14 @@ import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig, make_network
 from tfagents_vtrace.replay import storage
-from tfagents_vtrace.runtime import env_failures, run_dir, stop_signals
+from tfagents_vtrace.runtime.acting import env_failures
+from tfagents_vtrace.runtime.acting.policies import make_policy
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.config_io import dumps, run_config_dict
 from tfagents_vtrace.runtime.driver import NonFiniteLossError, make_driver
-from tfagents_vtrace.runtime.metrics_log import read_metrics
-from tfagents_vtrace.runtime.policies import make_policy
-from tfagents_vtrace.runtime.triggers import IntervalTrigger
+from tfagents_vtrace.runtime.rundir import run_dir, stop_signals
+from tfagents_vtrace.runtime.rundir.config_io import dumps, run_config_dict
+from tfagents_vtrace.runtime.rundir.metrics_log import read_metrics
+from tfagents_vtrace.runtime.rundir.triggers import IntervalTrigger
 
 NET = NetworkConfig(hidden_sizes=(8,))
 ROW_FIELDS = ("step", "wall_time", "sps", "episode_return", "episode_length", "episodes",

@@ -13,11 +13,12 @@ import gymnasium as gym
 import pytest
 
 from tfagents_vtrace.networks import NetworkConfig
-from tfagents_vtrace.runtime import actor as actor_module
-from tfagents_vtrace.runtime import env_failures, stop_signals
-from tfagents_vtrace.runtime.actor import Actor, ActorSpec, ActorThread, WeightStore
-from tfagents_vtrace.runtime.unroll_sources import InlineSource, QueueSource
-from tfagents_vtrace.runtime.workers import WorkerPool
+from tfagents_vtrace.runtime.acting import actor as actor_module
+from tfagents_vtrace.runtime.acting import env_failures
+from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, ActorThread, WeightStore
+from tfagents_vtrace.runtime.acting.unroll_sources import InlineSource, QueueSource
+from tfagents_vtrace.runtime.acting.workers import WorkerPool
+from tfagents_vtrace.runtime.rundir import stop_signals
 
 B, T = 2, 4
 

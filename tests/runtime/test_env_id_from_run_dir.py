@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tfagents_vtrace.envs.factory import check_registered_id
-from tfagents_vtrace.runtime import checkpointing
+from tfagents_vtrace.runtime.rundir import checkpointing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = "planted_env_module"

@@ -17,9 +17,9 @@ from tfagents_vtrace.agents.a2c import A2CConfig
 from tfagents_vtrace.envs.family import EnvFamilyConfig
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime.config import RunConfig
-from tfagents_vtrace.runtime.config_io import read_env_kwargs, upgrade_config
 from tfagents_vtrace.runtime.driver import make_driver
-from tfagents_vtrace.runtime.settings import build_configs
+from tfagents_vtrace.runtime.rundir.config_io import read_env_kwargs, upgrade_config
+from tfagents_vtrace.settings import build_configs
 
 has = lambda m: importlib.util.find_spec(m) is not None  # noqa: E731
 

@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from tfagents_vtrace.runtime.evaluation import (
+from tfagents_vtrace.runtime.acting.evaluation import (
     BackgroundEvaluations,
     EvaluationCancelled,
     Evaluator,

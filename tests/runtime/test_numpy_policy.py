@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
-from tfagents_vtrace.runtime.policies import (
+from tfagents_vtrace.runtime.acting.policies import (
     NumpyConvPolicy,
     NumpyMLPPolicy,
     TFPolicy,

@@ -1,6 +1,6 @@
 """Progress display: a bar on a terminal, plain lines otherwise, and the last row always shown."""
 
-from tfagents_vtrace.runtime import progress as progress_lib
+from tfagents_vtrace.runtime.rundir import progress as progress_lib
 
 
 def test_rows_become_lines_without_a_terminal(capsys):
@@ -31,7 +31,7 @@ def test_a_row_naming_its_bottleneck_shows_it_with_its_share(capsys):
 
 
 def test_rows_carry_the_policy_lag_quantiles_and_the_line_its_median(capsys):
-    from tfagents_vtrace.runtime.counters import Counters
+    from tfagents_vtrace.runtime.rundir.counters import Counters
 
     counters = Counters()
     for lag in (10, 0, 2, 1, 1):

@@ -14,10 +14,10 @@ from tests.ray_kill import kill_process_0
 from tests.runtime.test_actor import FailingVectorEnv, short_cartpole
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
-from tfagents_vtrace.runtime import ray_backend
+from tfagents_vtrace.runtime.acting import ray_backend
+from tfagents_vtrace.runtime.acting.env_failures import EnvFailure
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import make_driver
-from tfagents_vtrace.runtime.env_failures import EnvFailure
 
 try:
     import ray
@@ -198,7 +198,7 @@ def test_ray_backend_needs_an_actor():
 def test_importing_the_runtime_does_not_import_ray_and_missing_ray_says_how_to_install():
     code = (
         "import sys\n"
-        "import tfagents_vtrace.runtime.ray_backend as rb\n"
+        "import tfagents_vtrace.runtime.acting.ray_backend as rb\n"
         "assert 'ray' not in sys.modules, 'importing the backend imported ray'\n"
         "sys.modules['ray'] = None  # as if it were not installed\n"
         "try:\n"

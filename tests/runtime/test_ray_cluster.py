@@ -19,11 +19,11 @@ import pytest
 from tests.free_ports import free_ports
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.networks import NetworkConfig
-from tfagents_vtrace.runtime import metrics_log
-from tfagents_vtrace.runtime.checkpoint_files import complete_steps
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import make_driver
-from tfagents_vtrace.runtime.run_lock import RunDirLockedError, RunLock
+from tfagents_vtrace.runtime.rundir import metrics_log
+from tfagents_vtrace.runtime.rundir.checkpoint_files import complete_steps
+from tfagents_vtrace.runtime.rundir.run_lock import RunDirLockedError, RunLock
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install .[ray])")
 from ray._private import state as ray_state  # noqa: E402 - GCS's actor table (no dashboard)

@@ -14,9 +14,10 @@ import time
 
 import pytest
 
-from tfagents_vtrace.runtime import ray_backend, stop_signals
-from tfagents_vtrace.runtime.checkpoint_files import complete_steps
-from tfagents_vtrace.runtime.env_failures import EnvFailure
+from tfagents_vtrace.runtime.acting import ray_backend
+from tfagents_vtrace.runtime.acting.env_failures import EnvFailure
+from tfagents_vtrace.runtime.rundir import stop_signals
+from tfagents_vtrace.runtime.rundir.checkpoint_files import complete_steps
 
 try:
     import ray
@@ -147,7 +148,8 @@ got = []
 for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(signum, lambda n, frame: got.append(n))
 import ray
-from tfagents_vtrace.runtime import ray_backend, stop_signals
+from tfagents_vtrace.runtime.acting import ray_backend
+from tfagents_vtrace.runtime.rundir import stop_signals
 ray_backend.init_local_ray(2, log_to_driver=False)
 kept = [signal.getsignal(s).__name__ for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
 host = ray.remote(num_cpus=0)(ray_backend.HostProcess).remote()

@@ -7,7 +7,7 @@ import os
 import tensorflow as tf
 from tensorflow.core.util import event_pb2
 
-from tfagents_vtrace.runtime import config_io, metrics_log
+from tfagents_vtrace.runtime.rundir import config_io, metrics_log
 
 
 def _summary_steps(logdir: str) -> list[int]:
@@ -81,7 +81,7 @@ def test_rows_without_a_numeric_step_are_repaired_like_torn_lines(tmp_path):
 
 
 def test_a_row_without_a_step_is_no_work_of_a_start(tmp_path):
-    from tfagents_vtrace.runtime import run_dir
+    from tfagents_vtrace.runtime.rundir import run_dir
 
     for line in DAMAGED_ROWS + ['{"step": 0}', "{torn"]:
         (tmp_path / "metrics.jsonl").write_text('{"step": 0}\n' + line + "\n")

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tfagents_vtrace.runtime import config_io, run_dir
+from tfagents_vtrace.runtime.rundir import config_io, run_dir
 
 CONFIG = {"agent": "impala", "env_id": "CartPole-v1", "network_config": {"hidden_sizes": [16]}}
 
@@ -90,7 +90,7 @@ def test_the_end_of_a_run_replaces_its_own_partial_policy(tmp_path):
 
     from tfagents_vtrace.export import export_policy
     from tfagents_vtrace.networks import NetworkConfig, make_network
-    from tfagents_vtrace.runtime.run_dir import export_into_run
+    from tfagents_vtrace.runtime.rundir.run_dir import export_into_run
 
     net = make_network(NetworkConfig(hidden_sizes=(4,)), gym.spaces.Box(-1, 1, (3,), np.float32),
                        gym.spaces.Discrete(2))  # fmt: skip

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from tests.runtime.test_actor_learner import AGENT, NET, _run
-from tfagents_vtrace.runtime import checkpoint_files as files
-from tfagents_vtrace.runtime import config_io, run_dir
 from tfagents_vtrace.runtime.driver import train
+from tfagents_vtrace.runtime.rundir import checkpoint_files as files
+from tfagents_vtrace.runtime.rundir import config_io, run_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = {"agent": "impala", "env_id": "CartPole-v1", "network_config": {"hidden_sizes": [16]}}
@@ -176,7 +176,7 @@ def test_a_symlinked_entry_of_the_run_is_refused(tmp_path, entry):
 def _checkpointer(logdir):
     import tensorflow as tf
 
-    from tfagents_vtrace.runtime.checkpointing import Checkpointer
+    from tfagents_vtrace.runtime.rundir.checkpointing import Checkpointer
 
     return Checkpointer(logdir, {"network": tf.Variable(1.0)})
 

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from tests.runtime.test_actor_learner import AGENT, NET, _rows, _run
-from tfagents_vtrace.runtime import config_io, run_dir, stop_signals
 from tfagents_vtrace.runtime.driver import make_driver, train
+from tfagents_vtrace.runtime.rundir import config_io, run_dir, stop_signals
 
 
 def _config(**changes):

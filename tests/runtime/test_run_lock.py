@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from tfagents_vtrace.runtime import run_dir
-from tfagents_vtrace.runtime.run_lock import LOCK_NAME, RunDirLockedError, RunLock
+from tfagents_vtrace.runtime.rundir import run_dir
+from tfagents_vtrace.runtime.rundir.run_lock import LOCK_NAME, RunDirLockedError, RunLock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Imports no TensorFlow: the holder is ready in well under a second.
 HOLDER = (
     "import sys, time\n"
-    "from tfagents_vtrace.runtime.run_lock import RunLock\n"
+    "from tfagents_vtrace.runtime.rundir.run_lock import RunLock\n"
     "lock = RunLock(sys.argv[1]).acquire()\n"
     "print('locked', flush=True)\n"
     "time.sleep(300)\n"
@@ -110,7 +110,7 @@ def test_discard_removes_the_directory_it_created_when_empty(tmp_path):
 def test_a_lock_file_discarded_meanwhile_is_not_locked(tmp_path, monkeypatch):
     """A process that opened the lock file just before its holder discarded it must not
     believe it holds the lock: it locks the file now at the path instead."""
-    import tfagents_vtrace.runtime.run_lock as run_lock
+    import tfagents_vtrace.runtime.rundir.run_lock as run_lock
 
     path = tmp_path / LOCK_NAME
     real_open, opened = os.open, []

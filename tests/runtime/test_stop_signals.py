@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tfagents_vtrace.runtime import stop_signals
+from tfagents_vtrace.runtime.rundir import stop_signals
 
 pytestmark = pytest.mark.xdist_group("stop_signals")
 

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from tfagents_vtrace.runtime import config_io, metrics_log
+from tfagents_vtrace.runtime.rundir import config_io, metrics_log
 
 
 def _strict(text):

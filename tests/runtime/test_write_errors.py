@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 import tfagents_vtrace as tv
-from tfagents_vtrace.runtime import checkpoint_files as files
-from tfagents_vtrace.runtime.write_errors import WriteError
+from tfagents_vtrace.runtime.rundir import checkpoint_files as files
+from tfagents_vtrace.runtime.rundir.write_errors import WriteError
 
 SETTINGS = dict(total_steps=20_000, num_envs=8, unroll_length=5, eval_every=2000,
                 eval_episodes=2, checkpoint_every_s=0.3, hidden_sizes=(64, 64))  # fmt: skip

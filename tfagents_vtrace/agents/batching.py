@@ -1,7 +1,7 @@
 """Batches into compiled learner steps: flat per-dtype buffers (:class:`BatchFunction`),
 splitting a batch over replicas and taking whole unrolls (columns) out of it.
 
-Unroll batches are the runtime's layout (:mod:`tfagents_vtrace.runtime.actor`): entries
+Unroll batches are the runtime's layout (:mod:`tfagents_vtrace.runtime.acting.actor`): entries
 ``[T(+1), B, ...]`` and ``state``, a tuple of ``[B, ...]`` arrays.
 """
 

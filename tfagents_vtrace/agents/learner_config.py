@@ -27,7 +27,7 @@ from typing import ClassVar
 
 from tfagents_vtrace.agents.loss_inputs import REWARD_CLIPPING
 from tfagents_vtrace.agents.optimization import LR_DECAYS, OPTIMIZERS
-from tfagents_vtrace.validation import (  # noqa: F401 - re-exported for the agents' configs
+from tfagents_vtrace.utils.validation import (  # noqa: F401 - re-exported for the agents' configs
     check_bool,
     check_choice,
     check_int,

@@ -92,7 +92,7 @@ def flag_error_from(flag: str, *errors: type[BaseException]) -> Iterator[None]:
 
 def check_int(flag: str, value: int, minimum: int) -> int:
     """``value`` if it is an int >= ``minimum``, else a :class:`FlagError` naming ``flag``."""
-    from tfagents_vtrace.validation import check_int as check  # no TensorFlow import
+    from tfagents_vtrace.utils.validation import check_int as check  # no TensorFlow import
 
     try:
         check(flag, value, minimum)

@@ -26,7 +26,7 @@ from absl import flags
 
 from tfagents_vtrace.commands import cli, config_flags
 from tfagents_vtrace.commands.cli import FlagError
-from tfagents_vtrace.runtime.settings import setting_fields
+from tfagents_vtrace.settings import setting_fields
 
 FLAGS = flags.FLAGS
 _TABLE: dict[str, config_flags.ConfigFlag] = {}
@@ -105,7 +105,7 @@ def _flag_name(arg: str) -> str | None:
 
 
 def _renamed(arg: str) -> str:
-    from tfagents_vtrace.runtime.settings import DEPRECATED_NAMES
+    from tfagents_vtrace.settings import DEPRECATED_NAMES
 
     match = _FLAG_TOKEN.match(arg)
     if not match or match.group(2) not in DEPRECATED_NAMES:
@@ -123,7 +123,7 @@ def rename_deprecated_flags(argv: Sequence[str]) -> tuple[list[str], str | None]
       given beside its new one in one source (the command line, or one flagfile); else None.
       Across sources the later wins, as for any flag.
     """
-    from tfagents_vtrace.runtime.settings import DEPRECATED_NAMES, check_deprecated
+    from tfagents_vtrace.settings import DEPRECATED_NAMES, check_deprecated
 
     out, own, error = list(argv[:1]), [], None
     args = list(argv[1:])

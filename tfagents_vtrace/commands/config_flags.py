@@ -31,7 +31,7 @@ from typing import Any
 from absl import flags
 
 from tfagents_vtrace.commands.cli import FlagError
-from tfagents_vtrace.runtime.settings import setting_fields, unwrap_optional
+from tfagents_vtrace.settings import setting_fields, unwrap_optional
 
 FLAGS = flags.FLAGS
 DEFAULT_AGENT = "impala"

@@ -152,7 +152,7 @@ def check_flags(
         raise FlagError("logdir", f"no such directory: {logdir}")
     if not os.path.isfile(os.path.join(logdir, "config.json")):
         raise FlagError("logdir", f"no config.json in {logdir} (not a tfv-train run)")
-    from tfagents_vtrace.runtime.checkpointing import has_checkpoint  # no TensorFlow import
+    from tfagents_vtrace.runtime.rundir.checkpointing import has_checkpoint  # no TensorFlow import
 
     if not has_checkpoint(logdir):
         raise FlagError("logdir", f"no checkpoint in {os.path.join(logdir, 'checkpoints')}")
@@ -201,8 +201,8 @@ def main(argv) -> None:
     )
     from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
-    from tfagents_vtrace.runtime.checkpointing import restore_network
-    from tfagents_vtrace.runtime.config_io import read_config, read_env_id, read_env_kwargs
+    from tfagents_vtrace.runtime.rundir.checkpointing import restore_network
+    from tfagents_vtrace.runtime.rundir.config_io import read_config, read_env_id, read_env_kwargs
 
     if FLAGS.env:  # the run's own environment: module:Env-v0 imports what it names
         from tfagents_vtrace.envs.user_envs import resolve_env

@@ -6,7 +6,7 @@ run directory below it), or a glob (``'runs/cartpole/seed_*'``, quoted). Runs wh
 runs are interpolated onto a common grid of steps (or seconds) and reduced to their median
 (``--aggregate=mean``: mean) with a shaded band (``--spread``: interquartile range, min-max
 or +-1 standard deviation), after a trailing moving average over ``--smooth`` logged rows of
-each run (:mod:`tfagents_vtrace.plotting`). A run counts only between its first and last
+each run (:mod:`tfagents_vtrace.commands.plotting`). A run counts only between its first and last
 row; the line is thinner where fewer than all of a group's runs cover it. ``--label=NAME``
 (one per ``--logdir``) names the curves instead, and groups runs by label: every run
 found under one ``--logdir`` goes into its label's curve.
@@ -27,7 +27,7 @@ panels: the learner thread (``learner``, ``publish``, ``eval``, ``wait``) and th
 (``env``, ``inference``, ``weights``). Each panel's stack sums to exactly 1 at every row:
 an ``other`` share fills what the parts leave (an inline actor's own parts, for one, are
 shares of the learner thread's time and missing from its panel), and parts measured above
-1 in total are scaled down to sum to 1 (:func:`tfagents_vtrace.plotting.normalise_shares`).
+1 in total are scaled down to sum to 1 (:func:`tfagents_vtrace.commands.plotting.normalise_shares`).
 Its CSV holds the drawn shares and each panel's raw sum.
 
 Bad flag values (a ``--logdir`` without ``metrics.jsonl``, a negative ``--smooth``, an
@@ -45,7 +45,7 @@ import sys
 
 from absl import flags
 
-from tfagents_vtrace import plotting
+from tfagents_vtrace.commands import plotting
 from tfagents_vtrace.commands.cli import (
     FlagError,
     check_int,

@@ -102,7 +102,7 @@ def _fault(error: BaseException) -> None:
 def _interrupted(logdir: str | None) -> None:
     """A Ctrl-C that reached the command (during start-up, or a second one during the run,
     which stops at once): one line and exit code 130."""
-    from tfagents_vtrace.runtime.checkpointing import has_checkpoint
+    from tfagents_vtrace.runtime.rundir.checkpointing import has_checkpoint
 
     sys.stdout.flush()
     if logdir and os.path.isdir(logdir) and has_checkpoint(logdir):
@@ -140,7 +140,7 @@ def main(argv) -> None:
             file=sys.stderr,
             flush=True,
         )
-    from tfagents_vtrace.runtime import config_io
+    from tfagents_vtrace.runtime.rundir import config_io
 
     _print_final(config_io.dumps(final))  # strict JSON: null for NaN / inf
 
@@ -169,7 +169,7 @@ def _configs():
     import gymnasium
 
     from tfagents_vtrace.envs.user_envs import resolve_env
-    from tfagents_vtrace.runtime.settings import RunConfigs, check_spaces
+    from tfagents_vtrace.settings import RunConfigs, check_spaces
 
     try:
         FLAGS.env = resolve_env(FLAGS.env, "--env")  # module:Env-v0 imports what it names
@@ -193,11 +193,11 @@ def _run(configs) -> dict:
     full disk, damaged checkpoints, a non-finite loss, memory running out, anything else)."""
     import gymnasium
 
-    from tfagents_vtrace.runtime import stop_signals
-    from tfagents_vtrace.runtime.checkpointing import CheckpointError
-    from tfagents_vtrace.runtime.env_failures import ActingError
+    from tfagents_vtrace.runtime.acting.env_failures import ActingError
     from tfagents_vtrace.runtime.run import run
-    from tfagents_vtrace.runtime.write_errors import WriteError
+    from tfagents_vtrace.runtime.rundir import stop_signals
+    from tfagents_vtrace.runtime.rundir.checkpointing import CheckpointError
+    from tfagents_vtrace.runtime.rundir.write_errors import WriteError
 
     try:
         return run(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfagents_vtrace.validation import check_int, check_number
+from tfagents_vtrace.utils.validation import check_int, check_number
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 
 from tfagents_vtrace.networks.precision import CNN_COMPUTE_DTYPES
-from tfagents_vtrace.validation import check_choice as _check_choice
-from tfagents_vtrace.validation import check_positive as _check_positive
+from tfagents_vtrace.utils.validation import check_choice as _check_choice
+from tfagents_vtrace.utils.validation import check_positive as _check_positive
 
 CNN_INITS = ("glorot", "orthogonal")
 TORSOS = ("mlp", "nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet")

@@ -5,7 +5,7 @@ https://arxiv.org/abs/1611.01224 (Section 3, Algorithm 1: replay sampled traject
 their behaviour policies ``mu``). Each stored episode keeps its observations (``L + 1``,
 the final observation included), actions, rewards, ``terminated`` / ``truncated`` flags and
 the behaviour policy parameters ``mu`` (``[L, ...]`` per key). Episodes are assembled from
-the runtime's unrolls (:mod:`tfagents_vtrace.runtime.actor`, NEXT_STEP layout) per
+the runtime's unrolls (:mod:`tfagents_vtrace.runtime.acting.actor`, NEXT_STEP layout) per
 environment and enter the buffer when they end; the oldest whole episodes are evicted
 beyond ``capacity`` transitions.
 

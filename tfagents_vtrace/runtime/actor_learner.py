@@ -7,7 +7,7 @@ each :meth:`ActorLearner.advance` takes ``batch_unrolls`` unrolls from an unroll
 unroll_sources`), mixes in replayed ones (IMPALA's ``replay_ratio``:
 :class:`~tfagents_vtrace.replay.unrolls.UnrollReplay`), runs the registry ``Learner``'s
 compiled train step on them, concatenated along B, and publishes the new weights. Rows add
-where the wall time went (:mod:`~tfagents_vtrace.runtime.time_shares`).
+where the wall time went (:mod:`~tfagents_vtrace.runtime.acting.time_shares`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import time
 
 from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import strategy as strategy_lib
-from tfagents_vtrace.runtime.driver import NetworkAgent
-from tfagents_vtrace.runtime.time_shares import TimeShares
-from tfagents_vtrace.runtime.unroll_sources import stack_unrolls, unroll_source
+from tfagents_vtrace.runtime.acting.time_shares import TimeShares
+from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls, unroll_source
+from tfagents_vtrace.runtime.run_agent import NetworkAgent
 
 
 class ActorLearner(NetworkAgent):
@@ -29,7 +29,7 @@ class ActorLearner(NetworkAgent):
 
     def __init__(self, run, agent, agent_config, network_config, strategy=None, env_factory=None):
         if run.backend == "ray":  # ImportError without Ray, ValueError for num_actors=0
-            from tfagents_vtrace.runtime import ray_backend
+            from tfagents_vtrace.runtime.acting import ray_backend
 
             ray_backend.check_run_config(run)
         super().__init__(run, agent_config, network_config, env_factory)

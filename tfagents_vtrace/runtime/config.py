@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfagents_vtrace.runtime.settings import SETTING
-from tfagents_vtrace.validation import check_int
+from tfagents_vtrace.utils.validation import check_int
+
+SETTING = "setting"
+"""Field metadata key: ``{SETTING: False}`` marks a config field that is no setting or flag
+(the code that builds the config fills it, e.g. ``RunConfig.env_kwargs``)."""
 
 BACKENDS = ("local", "ray")
 POLICY_IMPLS = ("auto", "tf", "numpy")
@@ -81,7 +84,7 @@ class RunConfig:
     ``KillWait``, Kubernetes' ``terminationGracePeriodSeconds``: 30 s by default)."""
     backend: str = "local"
     """"local" (actor threads) or "ray" (``num_actors`` Ray actor processes, each building
-    its own network and vector env; see :mod:`tfagents_vtrace.runtime.ray_backend`)."""
+    its own network and vector env; see :mod:`tfagents_vtrace.runtime.acting.ray_backend`)."""
     ray_address: str | None = None
     """backend="ray": cluster to join ("auto", "HOST:6379", "ray://HOST:10001"); None starts
     a local Ray with max(cpu_count, ceil(num_actors * ray_actor_cpus)) CPUs."""

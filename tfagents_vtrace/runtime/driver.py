@@ -4,25 +4,25 @@ As Acme's environment loop (``acme/environment_loop.py``) drives any agent with 
 counter, logger and checkpointer, :class:`Driver` owns a run's life and the agent only
 computes. It restores the run directory's checkpoint or writes a step-0 one (a run killed
 before its first timed checkpoint resumes by the same command), counts
-(:mod:`~tfagents_vtrace.runtime.counters`), calls the agent until ``total_steps``, writes a
+(:mod:`~tfagents_vtrace.runtime.rundir.counters`), calls the agent until ``total_steps``, writes a
 metrics row (``metrics.jsonl`` + TensorBoard, trimmed to the checkpoint on resume) every
 ``log_every_s`` seconds once the step moved, evaluates greedily every ``eval_every`` steps
 on separate environments (in the loop, or with ``eval_background`` in a thread beside it:
-:class:`~tfagents_vtrace.runtime.evaluation.BackgroundEvaluations`), checkpoints every
+:class:`~tfagents_vtrace.runtime.acting.evaluation.BackgroundEvaluations`), checkpoints every
 ``checkpoint_every_s`` seconds (one trigger semantics for the three:
-:mod:`~tfagents_vtrace.runtime.triggers`), stops at the first evaluation reaching
+:mod:`~tfagents_vtrace.runtime.rundir.triggers`), stops at the first evaluation reaching
 ``stop_return`` with the evaluated weights, and ends with an evaluation, a checkpoint, the
 export to ``DIR/policy`` and ``final.json``. An ended run is not retrained.
 
 One failure policy for every agent: an update whose loss or gradient is not finite is
 skipped and counted by the learner (``nonfinite_streak``); after ``max_nonfinite_updates``
 in a row the driver saves the last good weights and raises :class:`NonFiniteLossError`. A
-stop request (Ctrl-C, SIGTERM: :mod:`~tfagents_vtrace.runtime.stop_signals`) ends the run
+stop request (Ctrl-C, SIGTERM: :mod:`~tfagents_vtrace.runtime.rundir.stop_signals`) ends the run
 between two iterations with a checkpoint and ``RunInterrupted``.
 
 The agent (:class:`RunAgent`) has one of three process shapes: an actor-learner over an
 unroll source (IMPALA, A2C: :mod:`~tfagents_vtrace.runtime.actor_learner`), asynchronous
-workers (A3C, ACER with workers: :mod:`~tfagents_vtrace.runtime.workers`), or inline (ACER,
+workers (A3C, ACER with workers: :mod:`~tfagents_vtrace.runtime.acting.workers`), or inline (ACER,
 TAAC).
 """
 
@@ -34,28 +34,27 @@ import os
 import sys
 import threading
 import time
-from typing import Protocol
 
 from tfagents_vtrace.replay import storage
 from tfagents_vtrace.runtime import strategy as strategy_lib
-from tfagents_vtrace.runtime.checkpointing import Checkpointer
-from tfagents_vtrace.runtime.config_io import run_config_dict, write_config
-from tfagents_vtrace.runtime.counters import Counters
-from tfagents_vtrace.runtime.env_failures import EnvFailure
-from tfagents_vtrace.runtime.evaluation import (
+from tfagents_vtrace.runtime.acting.env_failures import EnvFailure
+from tfagents_vtrace.runtime.acting.evaluation import (
     BackgroundEvaluations,
     Evaluator,
     make_evaluator,
 )
-from tfagents_vtrace.runtime.metrics_log import MetricsLog
-from tfagents_vtrace.runtime.progress import Progress
-from tfagents_vtrace.runtime.run_dir import (
+from tfagents_vtrace.runtime.rundir.checkpointing import Checkpointer
+from tfagents_vtrace.runtime.rundir.config_io import run_config_dict, write_config
+from tfagents_vtrace.runtime.rundir.counters import Counters
+from tfagents_vtrace.runtime.rundir.metrics_log import MetricsLog
+from tfagents_vtrace.runtime.rundir.progress import Progress
+from tfagents_vtrace.runtime.rundir.run_dir import (
     discard_start_files,
     export_into_run,
     finished_row,
     remove_partial_exports,
 )
-from tfagents_vtrace.runtime.stop_signals import (
+from tfagents_vtrace.runtime.rundir.stop_signals import (
     RunInterrupted,
     check_stop,
     checkpoint_on_interrupt,
@@ -64,139 +63,14 @@ from tfagents_vtrace.runtime.stop_signals import (
     stop_requested,
     stop_saved,
 )
-from tfagents_vtrace.runtime.triggers import IntervalTrigger, TimeTrigger
-from tfagents_vtrace.runtime.write_errors import WriteError, writing
+from tfagents_vtrace.runtime.rundir.triggers import IntervalTrigger, TimeTrigger
+from tfagents_vtrace.runtime.rundir.write_errors import WriteError, writing
 
 log = logging.getLogger(__name__)
 
 
 class NonFiniteLossError(RuntimeError):
     """Raised after too many consecutive non-finite updates (a checkpoint is saved first)."""
-
-
-class RunAgent(Protocol):
-    """What the driver calls, and nothing else.
-
-    * ``checkpoint_items()``: trackables to checkpoint; a ``network`` entry is required.
-    * ``extra_state``: None, or state with ``save(path)``, ``load(path)`` and ``len()`` (a
-      replay) archived *before* each checkpoint and loaded *after* it.
-    * ``start(counters)``: starts acting from the restored counters (it counts into them);
-      ``advance()``: runs one iteration and returns the learner's metrics (may be empty);
-      ``close()``: stops acting (threads joined, environments closed), the learner stays.
-    * ``get_weights()`` / ``set_weights(weights)``: the policy's weights out and in, under
-      ``lock`` (held while the driver checkpoints too: asynchronous workers update under it).
-    * ``evaluation_policy()``: a greedy policy with ``set_weights`` (``runtime.evaluation``).
-    * ``export(path)``: writes the policy's SavedModel to ``path``, replacing one there.
-    * ``row_fields(times)``: fields the agent adds to a row; ``times`` holds the row's
-      ``interval`` and ``eval`` seconds, None for the final row.
-    * ``max_nonfinite_updates``: non-finite updates in a row that stop the run.
-    """
-
-    lock: contextlib.AbstractContextManager
-    extra_state: object | None
-    max_nonfinite_updates: int
-
-    def checkpoint_items(self) -> dict: ...
-    def start(self, counters: Counters) -> None: ...
-    def advance(self) -> dict: ...
-    def close(self) -> None: ...
-    def get_weights(self) -> list: ...
-    def set_weights(self, weights: list) -> None: ...
-    def evaluation_policy(self): ...
-    def export(self, path: str) -> None: ...
-    def row_fields(self, times: dict | None) -> dict: ...
-
-
-class NetworkAgent:
-    """Defaults of a :class:`RunAgent` whose policy is the actor-critic network of its
-    ``learner`` (``network``, ``get_weights()``, ``checkpoint_items()``), set by the
-    subclass; ``source`` is what acts (an unroll source, a worker pool or an actor), which
-    :meth:`advance` advances and :meth:`close` closes. ``env_factory``: ``(num_envs, seed)
-    -> VectorEnv`` of the actors (None: ``make_vector_env``)."""
-
-    extra_state = None
-    lock = contextlib.nullcontext()
-    source = None
-
-    def __init__(self, run, config, network_config, env_factory=None):
-        self.run_config, self.config, self.network_config = run, config, network_config
-        self.env_factory = env_factory
-        self.max_nonfinite_updates = getattr(config, "max_nonfinite_updates", 10)
-
-    def checkpoint_items(self) -> dict:
-        return self.learner.checkpoint_items()
-
-    def actor_spec(self, unroll_length: int, restart: int, offset: int = 0):
-        """The :class:`~tfagents_vtrace.runtime.actor.ActorSpec` of the run's ``num_envs``
-        environments acting ``unroll_length`` steps per unroll, seeded by the run's seed, the
-        counter the run restarted at (``restart``: a resumed run does not replay the same
-        episodes) and the actor's ``offset``."""
-        from tfagents_vtrace.runtime.actor import ActorSpec
-
-        run = self.run_config
-        seed = run.seed + 7919 * restart + offset
-        return ActorSpec(
-            run.env_id, self.network_config, run.num_envs, unroll_length, seed=seed,
-            env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,
-            env_step_timeout_s=run.env_step_timeout_s,
-        )  # fmt: skip
-
-    def actor_env_factory(self):
-        """``seed -> VectorEnv`` of ``env_factory`` for one actor (None without one)."""
-        factory, num_envs = self.env_factory, self.run_config.num_envs
-        return None if factory is None else lambda seed: factory(num_envs, seed)
-
-    def start_workers(self, workers: list, steps: int, start: int) -> None:
-        """``workers`` (``iterate()``, ``close()``) on a started
-        :class:`~tfagents_vtrace.runtime.workers.WorkerPool` as ``source``; an iteration is
-        ``steps`` environment steps, the run restarted at step ``start``."""
-        from tfagents_vtrace.runtime.workers import WorkerPool
-
-        run = self.run_config
-        self.source = WorkerPool(workers, steps, start, run.total_steps, run.deterministic)
-        self.source.start()
-
-    def advance(self) -> dict:
-        return self.source.advance()
-
-    def close(self) -> None:
-        if self.source is not None:
-            self.source.close()
-
-    def build_network(self):
-        """A new network of the run's config for its environment's spaces."""
-        from tfagents_vtrace.runtime.actor import build_network
-
-        run = self.run_config
-        return build_network(self.network_config, run.env_id, run.env_kwargs)
-
-    def acting_network(self):
-        """The learner's network when the numpy policy will act (it only copies weights out
-        of it), else a fresh copy (TF policies own one)."""
-        from tfagents_vtrace.runtime.policies import numpy_policy_class
-
-        if numpy_policy_class(self.learner.network, self.run_config.policy_impl) is not None:
-            return self.learner.network
-        return self.build_network()
-
-    def get_weights(self) -> list:
-        return self.learner.get_weights()
-
-    def set_weights(self, weights: list) -> None:
-        self.learner.network.set_weights(weights)
-
-    def evaluation_policy(self):
-        from tfagents_vtrace.runtime.policies import make_policy
-
-        return make_policy(self.acting_network(), self.run_config.policy_impl, greedy=True)
-
-    def export(self, path: str) -> None:
-        from tfagents_vtrace.export import export_policy
-
-        export_policy(self.learner.network, path, overwrite=True)
-
-    def row_fields(self, times: dict | None) -> dict:
-        return {}
 
 
 def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs) -> Driver:

@@ -2,11 +2,11 @@
 around the run driver (DESIGN.md "Experiments contract").
 
 :func:`run` takes the run directory's lock (a second trainer on the same directory is refused,
-:mod:`~tfagents_vtrace.runtime.run_lock`), checks the directory (a foreign one is refused, a
+:mod:`~tfagents_vtrace.runtime.rundir.run_lock`), checks the directory (a foreign one is refused, a
 run of this config resumes, ``overwrite`` replaces a previous run's own entries:
-:func:`~tfagents_vtrace.runtime.run_dir.prepare_logdir`), turns Ctrl-C, SIGTERM and SIGHUP
+:func:`~tfagents_vtrace.runtime.rundir.run_dir.prepare_logdir`), turns Ctrl-C, SIGTERM and SIGHUP
 into a stop request for the duration (the driver then checkpoints and raises
-:class:`~tfagents_vtrace.runtime.stop_signals.RunInterrupted`; a second Ctrl-C stops at
+:class:`~tfagents_vtrace.runtime.rundir.stop_signals.RunInterrupted`; a second Ctrl-C stops at
 once), trains through the driver (resume, evaluation, export, ``final.json``) and releases the
 lock. A start that fails leaves nothing behind in a new directory.
 
@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 
-from tfagents_vtrace.runtime import stop_signals
+from tfagents_vtrace.runtime.rundir import stop_signals
 
 STOP_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
@@ -31,7 +31,7 @@ STOP_SIGNALS = tuple(
 @contextlib.contextmanager
 def stop_on_signals(grace_s: float = stop_signals.GRACE_S):
     """Inside, SIGINT, SIGTERM and SIGHUP request a stop and arm a
-    :class:`~tfagents_vtrace.runtime.stop_signals.GraceWatchdog` that ends the process within
+    :class:`~tfagents_vtrace.runtime.rundir.stop_signals.GraceWatchdog` that ends the process within
     ``grace_s`` (checkpointed: module docstring of ``stop_signals``); a second SIGINT raises
     ``KeyboardInterrupt`` at once. The previous handlers come back afterwards. Only the main
     thread can install handlers: elsewhere this does nothing."""
@@ -65,7 +65,7 @@ def run(
     start_time: float | None = None,
     env_factory=None,
 ) -> dict:
-    """Trains the run ``configs`` (a :class:`~tfagents_vtrace.runtime.settings.RunConfigs`)
+    """Trains the run ``configs`` (a :class:`~tfagents_vtrace.settings.RunConfigs`)
     into ``logdir`` and returns its final row (``already_finished: True`` when the run had
     already ended there; the exported policy's path is ``policy``).
 
@@ -87,12 +87,12 @@ def run(
     """
     import os
 
-    from tfagents_vtrace.runtime import config_io, run_dir
-    from tfagents_vtrace.runtime.checkpointing import has_checkpoint
     from tfagents_vtrace.runtime.driver import train
-    from tfagents_vtrace.runtime.run_lock import RunLock
+    from tfagents_vtrace.runtime.rundir import config_io, run_dir
+    from tfagents_vtrace.runtime.rundir.checkpointing import has_checkpoint
+    from tfagents_vtrace.runtime.rundir.run_lock import RunLock
+    from tfagents_vtrace.runtime.rundir.write_errors import writing
     from tfagents_vtrace.runtime.strategy import make_strategy, worker_role
-    from tfagents_vtrace.runtime.write_errors import writing
 
     start_time = time.time() if start_time is None else start_time
     logdir = os.fspath(logdir)

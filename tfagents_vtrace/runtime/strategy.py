@@ -147,7 +147,7 @@ def restore_checkpoint(checkpointer, logdir: str, role: WorkerRole, accept=None)
     """
     if role.is_chief:
         return checkpointer.restore(accept)
-    from tfagents_vtrace.runtime.checkpointing import has_checkpoint, intact_checkpoint
+    from tfagents_vtrace.runtime.rundir.checkpointing import has_checkpoint, intact_checkpoint
 
     if not has_checkpoint(logdir):
         return False

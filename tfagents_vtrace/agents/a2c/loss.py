@@ -7,7 +7,7 @@ https://arxiv.org/abs/1602.01783 (A3C, Algorithm S3), with the advantages of Sch
 https://arxiv.org/abs/1506.02438, and the annealed entropy bonus of Wang et al., "Learning to
 reinforcement learn", 2016, https://arxiv.org/abs/1611.05763.
 
-A batch has the runtime's unroll layout (see :mod:`tfagents_vtrace.runtime.actor`): T+1
+A batch has the runtime's unroll layout (see :mod:`tfagents_vtrace.runtime.acting.actor`): T+1
 observations (one-step overlap), ``reset`` marking NEXT_STEP reset steps, ``terminated`` /
 ``truncated`` per step, the recurrent state at the unroll start. With ``V`` the network's
 values over the T+1 observations, ``s`` the ``reward_scale`` and ``m_t = 1 - reset_t``:

@@ -2,14 +2,14 @@
 
 Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
 https://arxiv.org/abs/1602.01783. ``num_workers`` :class:`~tfagents_vtrace.agents.a3c.worker.
-Worker` iterations run on a :class:`~tfagents_vtrace.runtime.workers.WorkerPool` (each with
+Worker` iterations run on a :class:`~tfagents_vtrace.runtime.acting.workers.WorkerPool` (each with
 ``num_envs`` environments and ``t_max``-step rollouts); the driver's thread only watches,
 evaluates and checkpoints, holding the shared optimizer's lock while it copies the weights
 or saves, so a checkpoint never holds half an update. The run ends within one rollout of
 ``total_steps``: ``total_steps <= step < total_steps + t_max * num_envs``. The final row
 adds ``worker_steps`` (environment steps per worker in this process). A worker whose
 environment hangs past ``env_step_timeout_s`` is replaced by a new one with new environments
-(:mod:`~tfagents_vtrace.runtime.workers`), its claimed steps given back to the budget.
+(:mod:`~tfagents_vtrace.runtime.acting.workers`), its claimed steps given back to the budget.
 
 With ``backend="ray"`` each worker is a Ray actor process that returns gradients and the
 driver's thread applies them (the parameter server):
@@ -26,7 +26,7 @@ from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.a3c.config import A3CConfig
 from tfagents_vtrace.agents.a3c.shared import A3CLearner
 from tfagents_vtrace.agents.a3c.worker import Worker
-from tfagents_vtrace.runtime.driver import NetworkAgent
+from tfagents_vtrace.runtime.run_agent import NetworkAgent
 
 
 class A3CAgent(NetworkAgent):
@@ -37,7 +37,7 @@ class A3CAgent(NetworkAgent):
                  record_order: bool = False):  # fmt: skip
         placement.check_config(config, A3CConfig)
         if run.backend == "ray":  # workers in Ray processes; ImportError without Ray
-            from tfagents_vtrace.runtime.ray_backend import import_ray
+            from tfagents_vtrace.runtime.acting.ray_backend import import_ray
 
             import_ray()
         placement.require_single_replica(strategy, "A3C")

@@ -9,7 +9,7 @@ https://arxiv.org/abs/1602.01783, Algorithm S3). With ``--backend=ray``:
   vector environment (``num_envs``) from the picklable ``ActorSpec``; a call
   :meth:`WorkerHost.rollout` loads the weights it is given if they are newer than its own
   (by version, as the IMPALA Ray actors do), acts ``t_max`` steps with the runtime's
-  :class:`~tfagents_vtrace.runtime.actor.Actor` (LSTM state and NEXT_STEP bookkeeping carry
+  :class:`~tfagents_vtrace.runtime.acting.actor.Actor` (LSTM state and NEXT_STEP bookkeeping carry
   over between rollouts), and returns the clipped gradients of the A2C loss (numpy), the
   loss metrics and the rollout's ``info`` (episode statistics, environment restarts, the
   weights version it acted and computed with);
@@ -23,17 +23,17 @@ https://arxiv.org/abs/1602.01783, Algorithm S3). With ``--backend=ray``:
 
 Updates happen in the driver's thread, between its checkpoints and evaluations, so a
 checkpoint never holds half an update. Rollouts are claimed from the run's
-:class:`~tfagents_vtrace.runtime.step_budget.StepBudget` before they are sent, so the run
+:class:`~tfagents_vtrace.runtime.acting.step_budget.StepBudget` before they are sent, so the run
 ends within one rollout of ``total_steps`` as with threads. A rollout whose environment
 raised comes back empty (the environment was recreated in the worker; its claim goes back);
 a worker process that dies is replaced (each one counted in ``env_restarts``) and its
 rollout dropped, its claimed steps given back to the budget; one worker dying more than
 ``RESTART_LIMIT`` times within ``RESTART_WINDOW_S`` ends the run with
-:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerLost` after a checkpoint (one line,
+:class:`~tfagents_vtrace.runtime.acting.ray_backend.RayWorkerLost` after a checkpoint (one line,
 exit 1). An exception of the worker's code is fatal. The pool's loop, process start-up,
 replacement, weights by version and the kill on stop are
-:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s (shared with ACER's Ray
-workers; its :class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses` with IMPALA's
+:class:`~tfagents_vtrace.runtime.acting.ray_backend.RayWorkerPool`'s (shared with ACER's Ray
+workers; its :class:`~tfagents_vtrace.runtime.acting.ray_backend.RayProcesses` with IMPALA's
 actors).
 """
 
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfagents_vtrace.runtime.ray_backend import (
+from tfagents_vtrace.runtime.acting.ray_backend import (
     HostProcess,
     RayWorkerPool,
     host_env_factory,
@@ -65,7 +65,7 @@ class WorkerHost(HostProcess):
                  tf_threads: int = 1):  # fmt: skip
         super().__init__(tf_threads)
         from tfagents_vtrace.agents import batching
-        from tfagents_vtrace.runtime.actor import Actor, build_network
+        from tfagents_vtrace.runtime.acting.actor import Actor, build_network
 
         self.config = config
         self.network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
@@ -98,7 +98,7 @@ class WorkerHost(HostProcess):
 
 class RayWorkers(RayWorkerPool):
     """The driver's view of the A3C Ray workers (module docstring): a
-    :class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool` whose calls are rollouts and
+    :class:`~tfagents_vtrace.runtime.acting.ray_backend.RayWorkerPool` whose calls are rollouts and
     whose results are gradients, applied with the shared optimizer.
 
     Args:
@@ -110,7 +110,7 @@ class RayWorkers(RayWorkerPool):
       env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
       ray_options: ``address``, ``actor_cpus``, ``max_actor_restarts``,
         ``restart_window_s``, ``start_timeout_s``
-        (:class:`~tfagents_vtrace.runtime.ray_backend.RayProcesses`).
+        (:class:`~tfagents_vtrace.runtime.acting.ray_backend.RayProcesses`).
     """
 
     host_class = WorkerHost

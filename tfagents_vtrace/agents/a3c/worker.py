@@ -2,11 +2,11 @@
 
 Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
 https://arxiv.org/abs/1602.01783 (Algorithm S3). Each iteration (:meth:`Worker.iterate`,
-repeated on its own thread by a :class:`~tfagents_vtrace.runtime.workers.WorkerPool`):
+repeated on its own thread by a :class:`~tfagents_vtrace.runtime.acting.workers.WorkerPool`):
 
 1. copy the global weights into the local network (under the shared lock);
 2. act ``t_max`` steps on the worker's environments with the runtime's
-   :class:`~tfagents_vtrace.runtime.actor.Actor` (which carries the LSTM state, previous
+   :class:`~tfagents_vtrace.runtime.acting.actor.Actor` (which carries the LSTM state, previous
    action / reward and the NEXT_STEP reset bookkeeping across rollouts);
 3. compute the clipped gradients of the shared A2C loss on the local copy (one compiled
    call), with the entropy weight of the current global step;
@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from tfagents_vtrace.agents import batching
 from tfagents_vtrace.agents.a3c.shared import A3CLearner, compute_gradients, finish_update
-from tfagents_vtrace.runtime.actor import Actor, ActorSpec
+from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec
 
 
 class Worker:
@@ -34,7 +34,7 @@ class Worker:
       learner: the :class:`A3CLearner` holding the global network and shared optimizer.
       spec: the worker's :class:`ActorSpec` (``unroll_length`` = t_max, ``num_envs``).
       network: the worker's local network (same architecture as the global one).
-      counters: the run's :class:`~tfagents_vtrace.runtime.counters.Counters`.
+      counters: the run's :class:`~tfagents_vtrace.runtime.rundir.counters.Counters`.
       env_factory: optional ``seed -> VectorEnv`` for the runtime actor.
       network_factory: ``() -> network`` for a replacement's copy.
       actor: the worker's actor (default: a new one from ``spec`` and ``env_factory``).

@@ -9,7 +9,7 @@ Poisson(``n_times_replay``), the paper's Algorithm 1).
 
 * ``num_workers = 0`` (default): inline, one actor that acts with the learner's own network
   (no copy, no policy lag); :meth:`AcerAgent.advance` is one iteration.
-* ``num_workers = N``: N asynchronous workers (:class:`~tfagents_vtrace.runtime.workers.
+* ``num_workers = N``: N asynchronous workers (:class:`~tfagents_vtrace.runtime.acting.workers.
   WorkerPool`), each with its environments and a local network copy; they compute gradients
   locally and apply them to the global network and its average under the learner's lock,
   and share one replay.
@@ -33,8 +33,8 @@ from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.worker import AcerWorker
 from tfagents_vtrace.replay.episodic import EpisodicReplay
-from tfagents_vtrace.runtime.actor import Actor
-from tfagents_vtrace.runtime.driver import NetworkAgent
+from tfagents_vtrace.runtime.acting.actor import Actor
+from tfagents_vtrace.runtime.run_agent import NetworkAgent
 
 
 class AcerAgent(NetworkAgent):
@@ -44,7 +44,7 @@ class AcerAgent(NetworkAgent):
     def __init__(self, run, config, network_config, strategy=None, env_factory=None):
         placement.check_config(config, AcerConfig)
         if run.backend == "ray":  # workers in Ray processes; ImportError without Ray
-            from tfagents_vtrace.runtime.ray_backend import import_ray
+            from tfagents_vtrace.runtime.acting.ray_backend import import_ray
 
             import_ray()
             if config.num_workers < 1:

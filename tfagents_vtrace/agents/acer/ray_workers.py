@@ -10,7 +10,7 @@ is one ACER iteration of the thread worker:
 1. load the learner's weights and average weights if newer (by version, as IMPALA's Ray
    actors);
 2. act ``t_max`` steps (``num_envs`` environments, the runtime's
-   :class:`~tfagents_vtrace.runtime.actor.Actor`);
+   :class:`~tfagents_vtrace.runtime.acting.actor.Actor`);
 3. the gradients of the on-policy update on the weights that acted (exactly on-policy, as
    with threads), unless ``disable_online_update``, and of one replay update per replayed
    batch the call brought;
@@ -33,11 +33,11 @@ with (a thread re-syncs before each replay update), so they are up to ``n_times_
 updates staler, plus the other workers' updates in between (``policy_lag``).
 
 The pool's loop, process start-up and replacement, the step budget and the kill on stop are
-:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s, shared with A3C: a dead
+:class:`~tfagents_vtrace.runtime.acting.ray_backend.RayWorkerPool`'s, shared with A3C: a dead
 worker's call is dropped (its open episode discarded, its claimed steps given back) and its
 process replaced, and one dying more than ``RESTART_LIMIT`` times within
 ``RESTART_WINDOW_S`` ends the run with
-:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerLost` after a checkpoint (replay
+:class:`~tfagents_vtrace.runtime.acting.ray_backend.RayWorkerLost` after a checkpoint (replay
 included).
 """
 
@@ -47,7 +47,7 @@ import time
 
 import numpy as np
 
-from tfagents_vtrace.runtime.ray_backend import HostProcess, RayWorkerPool, host_env_factory
+from tfagents_vtrace.runtime.acting.ray_backend import HostProcess, RayWorkerPool, host_env_factory
 
 
 class AcerWorkerHost(HostProcess):
@@ -66,7 +66,7 @@ class AcerWorkerHost(HostProcess):
                  tf_threads: int = 1):  # fmt: skip
         super().__init__(tf_threads)
         from tfagents_vtrace.agents.acer.learner import gradients_fn
-        from tfagents_vtrace.runtime.actor import Actor, build_network
+        from tfagents_vtrace.runtime.acting.actor import Actor, build_network
 
         self.config = config
         self.network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)

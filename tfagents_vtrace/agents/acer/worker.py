@@ -2,7 +2,7 @@
 
 Wang et al. 2016, https://arxiv.org/abs/1611.01224, run asynchronously as A3C's workers
 (Mnih et al. 2016, https://arxiv.org/abs/1602.01783). Each iteration (repeated on its own
-thread by a :class:`~tfagents_vtrace.runtime.workers.WorkerPool`) is the agent's ACER
+thread by a :class:`~tfagents_vtrace.runtime.acting.workers.WorkerPool`) is the agent's ACER
 iteration (:meth:`~tfagents_vtrace.agents.acer.agent.AcerAgent.iterate`) with this worker's
 actor and an ``update`` that computes the gradients on the local copy against the shared
 average network and applies them globally under the learner's lock.

@@ -43,7 +43,7 @@ class TaacAgent:
         # With Ray: num_actors collector processes (0: one); ImportError without Ray.
         self.num_collectors = max(run.num_actors, 1)
         if run.backend == "ray":
-            from tfagents_vtrace.runtime.ray_backend import import_ray
+            from tfagents_vtrace.runtime.acting.ray_backend import import_ray
 
             import_ray()
         placement.require_single_replica(strategy, "TAAC")

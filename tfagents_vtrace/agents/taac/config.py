@@ -32,7 +32,7 @@ import math
 from typing import ClassVar
 
 from tfagents_vtrace.agents.learner_config import AgentConfig
-from tfagents_vtrace.validation import (
+from tfagents_vtrace.utils.validation import (
     check_choice,
     check_int,
     check_number,

@@ -283,8 +283,8 @@ def restore_run(logdir: str) -> tuple:
     from tfagents_vtrace.agents.taac.config import TaacConfig
     from tfagents_vtrace.agents.taac.learner import TaacLearner
     from tfagents_vtrace.envs import make_env
-    from tfagents_vtrace.runtime import config_io
-    from tfagents_vtrace.runtime.checkpointing import intact_checkpoint
+    from tfagents_vtrace.runtime.rundir import config_io
+    from tfagents_vtrace.runtime.rundir.checkpointing import intact_checkpoint
 
     config = config_io.read_config(logdir)
     agent_config = config_io.dataclass_from_dict(TaacConfig, config["agent_config"])

@@ -24,10 +24,10 @@ A collector process that dies is replaced and counted in ``env_restarts`` (its c
 steps go back to the budget); its stream's newest step is marked ``is_last`` (the
 replacement starts new episodes there), as every stream is on resume. One dying more than
 ``RESTART_LIMIT`` times within ``RESTART_WINDOW_S`` ends the run with
-:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerLost` after a checkpoint (replay
+:class:`~tfagents_vtrace.runtime.acting.ray_backend.RayWorkerLost` after a checkpoint (replay
 included). The replay (all streams) is archived with each checkpoint by the
 driver. The pool's loop, step budget, process start-up, replacement and kill on stop are
-:class:`~tfagents_vtrace.runtime.ray_backend.RayWorkerPool`'s, shared with A3C and ACER.
+:class:`~tfagents_vtrace.runtime.acting.ray_backend.RayWorkerPool`'s, shared with A3C and ACER.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from tfagents_vtrace.agents.taac.rollout import REPLAY_FIELDS, RepeatLengths
-from tfagents_vtrace.runtime.ray_backend import HostProcess, RayWorkerPool, host_env_factory
+from tfagents_vtrace.runtime.acting.ray_backend import HostProcess, RayWorkerPool, host_env_factory
 
 
 class _Steps:

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from tfagents_vtrace.runtime.env_failures import (
+from tfagents_vtrace.runtime.acting.env_failures import (
     STEP_TIMEOUT_S,
     EnvFailure,
     check_actions,
@@ -84,7 +84,7 @@ def reward_vector(infos: dict, starting: np.ndarray, reward_dim: int) -> np.ndar
 class RepeatLengths:
     """Environment steps per trajectory started (a switch or an episode start), as the row
     field ``name``: ``repeat_length`` of rollouts, ``eval_repeat_length`` of evaluations
-    (the policy's ``episode_stats`` for :class:`~tfagents_vtrace.runtime.evaluation.
+    (the policy's ``episode_stats`` for :class:`~tfagents_vtrace.runtime.acting.evaluation.
     Evaluator`)."""
 
     def __init__(self, name: str):

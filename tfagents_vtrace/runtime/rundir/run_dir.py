@@ -20,7 +20,7 @@ checkpoint's step, with ``total_steps`` or ``stop_return`` reached) is not train
 
 A run touches only what is its own. ``DIR/checkpoints`` is the run's only when it holds
 nothing but a run's checkpoint files, replay archives and ``damaged/``
-(:func:`~tfagents_vtrace.runtime.checkpoint_files.foreign_entry`); anything else in it, and
+(:func:`~tfagents_vtrace.runtime.rundir.checkpoint_files.foreign_entry`); anything else in it, and
 a symbolic link in place of a run's entry (``checkpoints``, ``config.json``, ``policy``...:
 through it a run would write and remove files outside its directory), makes a start refuse
 in one line naming the path. A start records the entries the directory held before it
@@ -40,11 +40,11 @@ import shutil
 import sys
 from typing import Any
 
-from tfagents_vtrace.runtime import checkpoint_files
-from tfagents_vtrace.runtime.checkpointing import has_checkpoint
-from tfagents_vtrace.runtime.config_io import read_config
-from tfagents_vtrace.runtime.run_lock import LOCK_NAME
-from tfagents_vtrace.runtime.write_errors import writing
+from tfagents_vtrace.runtime.rundir import checkpoint_files
+from tfagents_vtrace.runtime.rundir.checkpoint_files import has_checkpoint
+from tfagents_vtrace.runtime.rundir.config_io import read_config
+from tfagents_vtrace.runtime.rundir.run_lock import LOCK_NAME
+from tfagents_vtrace.runtime.rundir.write_errors import writing
 
 # ---------------------------------------------------------------- starting and stopping runs
 # Entries a run writes into its directory, as glob patterns (``prepare_logdir(overwrite=True)``
@@ -267,8 +267,8 @@ _START_NAMES = (
 def _metrics_rows_past_start(logdir: str) -> bool:
     """Whether ``DIR/metrics.jsonl`` holds a row past step 0 (a run's work, not its start).
     A row without a numeric step is damage, not work (the resume drops it:
-    :meth:`~tfagents_vtrace.runtime.metrics_log.MetricsLog.truncate_after`)."""
-    from tfagents_vtrace.runtime.metrics_log import row_step
+    :meth:`~tfagents_vtrace.runtime.rundir.metrics_log.MetricsLog.truncate_after`)."""
+    from tfagents_vtrace.runtime.rundir.metrics_log import row_step
 
     path = os.path.join(logdir, "metrics.jsonl")
     if not os.path.exists(path):

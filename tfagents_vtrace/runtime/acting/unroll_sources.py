@@ -16,16 +16,16 @@ and ``close()`` stops it. Three kinds:
 
 ``start(version, weights)`` publishes the first weights, then starts the actors.
 
-Hung environments (``env_step_timeout_s``, :class:`~tfagents_vtrace.runtime.env_failures.
+Hung environments (``env_step_timeout_s``, :class:`~tfagents_vtrace.runtime.acting.env_failures.
 Watchdog`): an actor thread whose environment call exceeds the limit is abandoned (a daemon
 thread that delivers nothing more and ends if the call ever returns) and replaced, on the
 learner's next :meth:`~QueueSource.next`, by a new actor with the same id, new environments
 and new seeds (counted in ``env_restarts``), with a warning. The inline actor acts in the
 learner's thread, where nothing can replace it: a hung call stops the run instead
-(:func:`~tfagents_vtrace.runtime.env_failures.stop_inline`).
+(:func:`~tfagents_vtrace.runtime.acting.env_failures.stop_inline`).
 
 Every ``next()`` that waits for actors returns to the learner's loop within
-:data:`WAIT_S` seconds of a stop request (:mod:`~tfagents_vtrace.runtime.stop_signals`,
+:data:`WAIT_S` seconds of a stop request (:mod:`~tfagents_vtrace.runtime.rundir.stop_signals`,
 raised there as the driver's ``check_stop`` does), so a stop is never stuck behind actors that
 deliver nothing.
 """
@@ -41,9 +41,9 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.runtime import stop_signals
-from tfagents_vtrace.runtime.actor import Actor, ActorThread, WeightStore
-from tfagents_vtrace.runtime.env_failures import first_error, stuck, timeout_message
+from tfagents_vtrace.runtime.acting.actor import Actor, ActorThread, WeightStore
+from tfagents_vtrace.runtime.acting.env_failures import first_error, stuck, timeout_message
+from tfagents_vtrace.runtime.rundir import stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, 
     store = WeightStore()
     unrolls: queue.Queue = queue.Queue(maxsize=run.queue_capacity)
     if run.backend == "ray":  # one driver thread for all Ray actors, same queue and store
-        from tfagents_vtrace.runtime.ray_backend import RayActorPool
+        from tfagents_vtrace.runtime.acting.ray_backend import RayActorPool
 
         threads = [RayActorPool.from_run(run, spec, store, unrolls, stop, env_factory, counters)]
         return QueueSource(threads, unrolls, store, stop)

@@ -21,8 +21,8 @@
 * A step (or reset) that does not return within ``env_step_timeout_s`` is a failure too
   (:class:`EnvTimeout`): :class:`Watchdog` is the thread that notices it, and the owner of
   the stuck acting thread abandons it and starts a new actor or worker with new
-  environments (:mod:`tfagents_vtrace.runtime.unroll_sources`,
-  :mod:`tfagents_vtrace.runtime.workers`); where acting runs in the learner's own thread the
+  environments (:mod:`tfagents_vtrace.runtime.acting.unroll_sources`,
+  :mod:`tfagents_vtrace.runtime.acting.workers`); where acting runs in the learner's own thread the
   run is stopped instead (:func:`stop_inline`).
 * A non-finite observation never reaches the policy (a categorical sampler fed NaN logits
   can return an index past the last action), and an action outside the action space never
@@ -285,7 +285,7 @@ def step_timeout(value) -> float | None:
 class Watchdog:
     """Notices environment calls that do not return (module docstring).
 
-    A watched object (an :class:`~tfagents_vtrace.runtime.actor.Actor`) sets its attribute
+    A watched object (an :class:`~tfagents_vtrace.runtime.acting.actor.Actor`) sets its attribute
     ``env_call_since`` to ``time.perf_counter()`` before each environment call and back to
     0.0 after it: two attribute writes, no lock and no hand-off to another thread in the
     acting loop. This thread looks at the stamps every ``poll_s`` seconds and calls the
@@ -369,11 +369,11 @@ def stop_inline(message: str) -> None:
     abandoned (the actor steps in the learner's own thread: ``num_actors=0``, ACER without
     workers, a deterministic worker pool, TAAC): logs ``message`` as an error and asks for
     a stop with a checkpoint. With the stop hooks of
-    :mod:`~tfagents_vtrace.runtime.stop_signals` (``emergency_stop``, or else its grace
+    :mod:`~tfagents_vtrace.runtime.rundir.stop_signals` (``emergency_stop``, or else its grace
     watchdog) the checkpoint is written from another thread and the process ends (exit code
     1); without them the run stops with a checkpoint at the step after the call returns (or
     at the operator's signal)."""
-    from tfagents_vtrace.runtime import stop_signals
+    from tfagents_vtrace.runtime.rundir import stop_signals
 
     log.error("%s; stopping the run", message)
     emergency = getattr(stop_signals, "emergency_stop", None)

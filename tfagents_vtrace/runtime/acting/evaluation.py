@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from tfagents_vtrace.runtime.env_failures import EnvFailure
+from tfagents_vtrace.runtime.acting.env_failures import EnvFailure
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class Evaluator:
 
     Args:
       env_factory: ``(num_envs, seed) -> VectorEnv`` (NEXT_STEP autoreset).
-      policy: a greedy acting policy (:mod:`tfagents_vtrace.runtime.policies`); when it has
+      policy: a greedy acting policy (:mod:`tfagents_vtrace.runtime.acting.policies`); when it has
         ``episode_stats`` (``reset()``, ``add(info, first, running)`` per step, ``fields()``),
         the rows gain its fields (e.g. TAAC's ``eval_repeat_length``).
       num_episodes: environments, hence episodes, per evaluation.

@@ -3,9 +3,9 @@
 IMPALA (Espeholt et al. 2018, https://arxiv.org/abs/1802.01561) decouples acting from
 learning: many actors, possibly on other machines, step environments with a stale copy of
 the policy and ship unrolls to one learner; V-trace corrects the lag. This module hosts the
-same :class:`~tfagents_vtrace.runtime.actor.Actor` the local backend runs in threads, one per
+same :class:`~tfagents_vtrace.runtime.acting.actor.Actor` the local backend runs in threads, one per
 Ray actor process (:class:`ActorHost`): each builds its own network and vector environment
-from the picklable :class:`~tfagents_vtrace.runtime.actor.ActorSpec` (actor id ``i`` gives
+from the picklable :class:`~tfagents_vtrace.runtime.acting.actor.ActorSpec` (actor id ``i`` gives
 it its own seeds), and exchanges numpy nests only.
 
 On the learner side :class:`RayActorPool` is a driver thread with the interface of
@@ -34,7 +34,7 @@ unchanged:
 Restart limits count deaths in a window, as RLlib's ``restart_failed_env_runners`` keeps a
 run going through occasional failures: a process of one actor id that dies more than
 ``RESTART_LIMIT`` (5) times within ``RESTART_WINDOW_S`` (300 s) ends the run with
-:class:`RayWorkerLost`, an :class:`~tfagents_vtrace.runtime.env_failures.EnvFailure`, so the
+:class:`RayWorkerLost`, an :class:`~tfagents_vtrace.runtime.acting.env_failures.EnvFailure`, so the
 driver first saves a checkpoint of the learner (which lost nothing) and ``tfv-train`` ends
 with one line naming the actor, its last error and what to do (exit 1). Deaths further apart
 (an OOM kill now and then, a node lost and replaced) never end a run. A dead call's claimed
@@ -83,9 +83,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from tfagents_vtrace.runtime.actor import put_until_stopped
-from tfagents_vtrace.runtime.env_failures import ActingError, EnvFailure
-from tfagents_vtrace.runtime.step_budget import StepBudget
+from tfagents_vtrace.runtime.acting.actor import put_until_stopped
+from tfagents_vtrace.runtime.acting.env_failures import ActingError, EnvFailure
+from tfagents_vtrace.runtime.acting.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 class RayWorkerLost(EnvFailure):
     """A Ray actor or worker process died more than ``RESTART_LIMIT`` times within
     ``RESTART_WINDOW_S``: the run ends after a checkpoint (an
-    :class:`~tfagents_vtrace.runtime.env_failures.EnvFailure`, which the driver saves on);
+    :class:`~tfagents_vtrace.runtime.acting.env_failures.EnvFailure`, which the driver saves on);
     ``str(error)`` is one line for the user."""
 
 
@@ -303,7 +303,7 @@ class ActorHost(HostProcess):
     def __init__(self, spec, actor_id: int, env_factory=None, env_restarts: int = 0,
                  tf_threads: int = 1):  # fmt: skip
         super().__init__(tf_threads)
-        from tfagents_vtrace.runtime.actor import Actor
+        from tfagents_vtrace.runtime.acting.actor import Actor
 
         self.actor = Actor(spec, actor_id, None, env_factory, env_restarts=int(env_restarts))
 
@@ -626,7 +626,7 @@ class RayWorkerPool(RayProcesses):
     the ``advance()`` / ``close()`` of the thread ``WorkerPool``.
 
     One call is in flight per worker. Each call's environment steps (``steps``) are claimed
-    from a :class:`~tfagents_vtrace.runtime.step_budget.StepBudget` before it is sent, so
+    from a :class:`~tfagents_vtrace.runtime.acting.step_budget.StepBudget` before it is sent, so
     the run ends within one call of ``total``. :meth:`advance` waits up to ``poll_s`` for
     results and handles those that arrived in arrival order: :meth:`apply` (the subclass:
     apply the gradients, count) and the worker's next call (:meth:`call`), with the weights

@@ -2,7 +2,7 @@
 strict JSON (``null`` for non-finite values), read back as data.
 
 ``config.json`` holds the agent name, env id and the agent, network and run configs (enough
-to rebuild the network, see :func:`tfagents_vtrace.runtime.checkpointing.restore_network`).
+to rebuild the network, see :func:`tfagents_vtrace.runtime.rundir.checkpointing.restore_network`).
 Values read from it are data, never code: an env id must be a registered gymnasium id
 (:func:`read_env_id`).
 """
@@ -122,10 +122,10 @@ _OLD_RUN_ENV_FIELDS = ("num_trials", "screen_size", "repeat_action_probability")
 def upgrade_config(config: dict, path: str = "config.json") -> dict:
     """``config`` (a run's ``config.json``) as this release writes it: the deprecated names of
     its agent config's fields replaced by their names now (one warning line per name, see
-    :func:`tfagents_vtrace.runtime.settings.rename_deprecated`), and the environment settings
+    :func:`tfagents_vtrace.utils.deprecated.rename_deprecated`), and the environment settings
     an older run config held (``num_trials``, ``screen_size``, ``repeat_action_probability``)
     moved into its ``env_kwargs``."""
-    from tfagents_vtrace.runtime.settings import rename_deprecated
+    from tfagents_vtrace.utils.deprecated import rename_deprecated
 
     run = config.get("run_config")
     if isinstance(run, dict) and any(name in run for name in _OLD_RUN_ENV_FIELDS):

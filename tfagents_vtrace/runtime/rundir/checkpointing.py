@@ -8,9 +8,10 @@ import contextlib
 import os
 import time
 
-from tfagents_vtrace.runtime import checkpoint_files as files
-from tfagents_vtrace.runtime.config_io import read_config, read_env_id, read_env_kwargs
-from tfagents_vtrace.tf_paths import DirAlias
+from tfagents_vtrace.runtime.rundir import checkpoint_files as files
+from tfagents_vtrace.runtime.rundir.checkpoint_files import has_checkpoint  # noqa: F401 - its home for callers
+from tfagents_vtrace.runtime.rundir.config_io import read_config, read_env_id, read_env_kwargs
+from tfagents_vtrace.utils.tf_paths import DirAlias
 
 
 class CheckpointError(ValueError):
@@ -23,16 +24,16 @@ class Checkpointer:
 
     Counters (``env_steps``, ``updates``, ``episodes``, ``wall_time``, ``env_restarts``) are
     int64/float64 variables saved with the network and optimizer. On construction, what killed
-    saves left is removed and the state file is rewritten from the complete checkpoints on disk
-    (:mod:`~tfagents_vtrace.runtime.checkpoint_files`), so a garbled or empty state file hides
-    nothing; before that, a ``DIR/checkpoints`` that is not the run's own (a symbolic link,
-    or holding anything a run does not write: :func:`checkpoint_files.check_own`) is refused,
-    so no file of a user's is rewritten or removed.
+    saves left is removed and the state file is rewritten from the complete checkpoints on
+    disk (:mod:`~tfagents_vtrace.runtime.rundir.checkpoint_files`), so a garbled or empty
+    state file hides nothing; before that, a ``DIR/checkpoints`` that is not the run's own (a
+    symbolic link, or holding anything a run does not write: :func:`checkpoint_files.
+    check_own`) is refused, so no file of a user's is rewritten or removed.
 
     A start (:meth:`restore` finds no checkpoint) records what ``DIR`` held before it
-    (:func:`~tfagents_vtrace.runtime.run_dir.record_start`, with the names seen before this
+    (:func:`~tfagents_vtrace.runtime.rundir.run_dir.record_start`, with the names seen before this
     constructor touched anything); its first :meth:`save` removes the record. A start that
-    fails before then is undone from it (:func:`~tfagents_vtrace.runtime.run_dir.
+    fails before then is undone from it (:func:`~tfagents_vtrace.runtime.rundir.run_dir.
     discard_start_files`).
 
     Raises:
@@ -42,7 +43,7 @@ class Checkpointer:
     def __init__(self, logdir: str, items: dict, max_to_keep: int = 3):
         import tensorflow as tf
 
-        from tfagents_vtrace.runtime import run_dir
+        from tfagents_vtrace.runtime.rundir import run_dir
 
         self.logdir, self.directory = logdir, os.path.join(logdir, "checkpoints")
         self.max_to_keep = max_to_keep
@@ -88,7 +89,7 @@ class Checkpointer:
             network): nothing is moved.
         """
         from tfagents_vtrace.replay import storage
-        from tfagents_vtrace.runtime import run_dir
+        from tfagents_vtrace.runtime.rundir import run_dir
 
         skipped = []
         for step in files.complete_steps(self.directory):
@@ -153,7 +154,7 @@ class Checkpointer:
         step = int(self.counters["env_steps"].numpy())
         self.manager.save(checkpoint_number=step)
         if self._recorded:  # the start is over: what it wrote is the run's
-            from tfagents_vtrace.runtime import run_dir
+            from tfagents_vtrace.runtime.rundir import run_dir
 
             run_dir.end_start(self.logdir)
             self._recorded = False
@@ -190,7 +191,7 @@ def restore_network(logdir: str):
 
     import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
     from tfagents_vtrace.networks import NetworkConfig
-    from tfagents_vtrace.runtime.actor import build_network
+    from tfagents_vtrace.runtime.acting.actor import build_network
 
     config = read_config(logdir)
     env_id = read_env_id(config, logdir)
@@ -216,7 +217,7 @@ def restore_network(logdir: str):
 def intact_checkpoint(logdir: str):
     """The path prefix of the newest checkpoint of run directory ``logdir`` that reads back
     whole, readable by TensorFlow while the block runs (through a
-    :class:`~tfagents_vtrace.tf_paths.DirAlias`); a newer damaged one is passed over with a
+    :class:`~tfagents_vtrace.utils.tf_paths.DirAlias`); a newer damaged one is passed over with a
     one-line warning and left in place.
 
     Raises:
@@ -232,9 +233,3 @@ def intact_checkpoint(logdir: str):
         if skipped:
             files.warn(f"reading ckpt-{step} of {directory}: skipped {'; '.join(skipped)}")
         yield files.prefix(alias, step)
-
-
-def has_checkpoint(logdir: str) -> bool:
-    """Whether ``DIR/checkpoints`` holds a complete checkpoint (its files, not its state
-    file, decide: :func:`checkpoint_files.complete_steps`)."""
-    return bool(files.complete_steps(os.path.join(logdir, "checkpoints")))

@@ -11,7 +11,7 @@ its index and every data shard it names exist, and *intact* when every tensor re
 (TensorFlow checks each tensor's CRC32C as it reads). Damaged files are moved into
 ``DIR/checkpoints/damaged/``, never deleted.
 
-Checkpoints are read through :class:`~tfagents_vtrace.tf_paths.DirAlias` (TensorFlow's readers
+Checkpoints are read through :class:`~tfagents_vtrace.utils.tf_paths.DirAlias` (TensorFlow's readers
 take a path as a glob pattern).
 
 A run writes, rewrites and removes files in ``DIR/checkpoints``, so it works only in a folder
@@ -268,7 +268,7 @@ def newest_intact(directory: str, alias: str | None = None) -> tuple[int | None,
     """``(step, skipped)``: the newest checkpoint of ``directory`` that reads back whole (None
     when none does) and ``"ckpt-<n> (reason)"`` for each newer one passed over. Nothing is
     moved (readers such as ``export`` do not change a run directory). ``alias``: the name to
-    read ``directory`` through (:class:`~tfagents_vtrace.tf_paths.DirAlias`)."""
+    read ``directory`` through (:class:`~tfagents_vtrace.utils.tf_paths.DirAlias`)."""
     skipped = []
     for step in complete_steps(directory):
         reason = damage(prefix(alias or directory, step))
@@ -276,3 +276,9 @@ def newest_intact(directory: str, alias: str | None = None) -> tuple[int | None,
             return step, skipped
         skipped.append(f"ckpt-{step} ({reason})")
     return None, skipped
+
+
+def has_checkpoint(logdir: str) -> bool:
+    """Whether ``DIR/checkpoints`` holds a complete checkpoint (its files, not its state
+    file, decide: :func:`complete_steps`)."""
+    return bool(complete_steps(os.path.join(logdir, "checkpoints")))

@@ -2,7 +2,7 @@
 
 Each worker claims its rollout's steps before acting and gives a claim back when the rollout
 is dropped (its iteration raised), and its pool gives it back when the worker is lost (its
-environment hung and its thread was abandoned, :mod:`tfagents_vtrace.runtime.workers`), so a
+environment hung and its thread was abandoned, :mod:`tfagents_vtrace.runtime.acting.workers`), so a
 run of any number of workers ends within one rollout of ``total_steps``: ``total <= counted <
 total + steps of one claim``.
 """

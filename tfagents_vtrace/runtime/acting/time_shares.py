@@ -2,7 +2,7 @@
 each metrics row.
 
 Actors report the seconds of each unroll spent stepping environments, running the policy and
-loading weights (``info["<part>_time"]``, :mod:`tfagents_vtrace.runtime.actor`); the learner
+loading weights (``info["<part>_time"]``, :mod:`tfagents_vtrace.runtime.acting.actor`); the learner
 thread's seconds are measured around each update (waiting for unrolls, updating, publishing)
 and evaluation. :class:`TimeShares` adds them up between two rows; :func:`time_fractions`
 turns them into shares and :func:`bottleneck` names the part that limits training speed.

@@ -15,7 +15,7 @@ import json
 import math
 import os
 
-from tfagents_vtrace.runtime.config_io import dumps
+from tfagents_vtrace.runtime.rundir.config_io import dumps
 
 
 def row_step(row) -> int | float | None:

@@ -3,22 +3,22 @@ learner) until the run's step budget is spent (A3C, ACER with workers).
 
 Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", 2016,
 https://arxiv.org/abs/1602.01783. Each worker claims its iteration's environment steps from
-one :class:`~tfagents_vtrace.runtime.step_budget.StepBudget` before acting and gives them
+one :class:`~tfagents_vtrace.runtime.acting.step_budget.StepBudget` before acting and gives them
 back when the iteration is dropped (it raised) or the worker is lost, so a run ends within
 one iteration of ``total_steps`` whatever the number of workers. Workers count into the
-run's :class:`~tfagents_vtrace.runtime.counters.Counters` themselves; :class:`WorkerPool` is
+run's :class:`~tfagents_vtrace.runtime.rundir.counters.Counters` themselves; :class:`WorkerPool` is
 the driver's view of them: :meth:`WorkerPool.advance` waits a moment and returns the newest
 metrics, and an unexpected error in every worker ends the run (as for actor threads). In a
 deterministic run the workers take turns in a fixed round-robin order instead, one iteration
 per :meth:`WorkerPool.advance`, in the driver's thread.
 
 A worker whose environment call exceeds ``env_step_timeout_s`` (the
-:class:`~tfagents_vtrace.runtime.env_failures.Watchdog` of its actor) is lost: its claim goes
+:class:`~tfagents_vtrace.runtime.acting.env_failures.Watchdog` of its actor) is lost: its claim goes
 back to the budget at once, its thread is abandoned (a daemon that applies no update and
 ends if the call ever returns) and the next :meth:`WorkerPool.advance` starts its
 replacement (``worker.replacement()``: same id, new environments and seeds), with a warning.
 In a deterministic run the workers act in the driver's thread, where a hung call stops the
-run instead (:func:`~tfagents_vtrace.runtime.env_failures.stop_inline`).
+run instead (:func:`~tfagents_vtrace.runtime.acting.env_failures.stop_inline`).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ import logging
 import threading
 import time
 
-from tfagents_vtrace.runtime.env_failures import (
+from tfagents_vtrace.runtime.acting.env_failures import (
     ActingError,
     ActorAbandoned,
     first_error,
     stuck,
     timeout_message,
 )
-from tfagents_vtrace.runtime.step_budget import StepBudget
+from tfagents_vtrace.runtime.acting.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class WorkerPool:
     Args:
       workers: objects with ``iterate() -> dict | None`` (the iteration's metrics, None when
         it was dropped), ``close()`` (called in the worker's thread when it ends), an
-        ``actor`` (:class:`~tfagents_vtrace.runtime.actor.Actor`, watched for hung calls)
+        ``actor`` (:class:`~tfagents_vtrace.runtime.acting.actor.Actor`, watched for hung calls)
         and optionally ``replacement()`` (a new worker in its place, see above). The list is
         updated in place when a worker is replaced.
       steps: environment steps of one iteration.
@@ -201,5 +201,5 @@ class WorkerPool:
 
 
 def _actor(worker):
-    """The worker's :class:`~tfagents_vtrace.runtime.actor.Actor`, if it has one."""
+    """The worker's :class:`~tfagents_vtrace.runtime.acting.actor.Actor`, if it has one."""
     return getattr(worker, "actor", None)
