@@ -141,9 +141,13 @@ def setting_owners() -> dict[str, set[str]]:
     return owners
 
 
-def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
+def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -> RunConfigs:
     """The configs of a run of ``agent`` with ``settings`` (names as the flags'); fields not
-    set keep their defaults.
+    set keep their defaults. The one builder of a run's configs: the Python API's keywords,
+    a flagfile's lines and the command line's given flags all come through it.
+
+    ``agent_label`` names the agent in the message for a setting of other agents only
+    (default ``agent 'NAME'``; the command line's ``--agent=NAME``).
 
     Raises:
       ValueError: naming the setting, for an unknown one, one of other agents only, or a value
@@ -168,9 +172,9 @@ def build_configs(agent: str, settings: dict[str, Any]) -> RunConfigs:
         if name not in fields:
             others = setting_owners().get(name)
             if others:
+                label = agent_label or f"agent {agent!r}"
                 raise ValueError(
-                    f"{name}: not a setting of agent {agent!r} (it is one of "
-                    f"{', '.join(sorted(others))})"
+                    f"{name}: not a setting of {label} (it is one of {', '.join(sorted(others))})"
                 )
             raise ValueError(f"{name}: not a setting (see the flags of experiments.train)")
         cls, field, hint = fields[name]

@@ -1,4 +1,4 @@
-"""Deprecated setting names (``runtime.settings.DEPRECATED_NAMES``, e.g. A2C's old
+"""Deprecated setting names (``utils.deprecated.DEPRECATED_NAMES``, e.g. A2C's old
 ``entropy_start`` / ``entropy_end``) are read as their names now, with one warning line per
 name, wherever a name is read: a flagfile, the command line, a ``tv.train`` keyword and an
 older run's ``config.json`` on resume. An old name beside its new one in one source is an
@@ -15,6 +15,7 @@ import pytest
 import tfagents_vtrace as tv
 from tfagents_vtrace import settings
 from tfagents_vtrace.commands.common import rename_deprecated_flags
+from tfagents_vtrace.utils import deprecated
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = dict(total_steps=400, num_envs=4, unroll_length=5, eval_every=0, eval_episodes=1)
@@ -22,9 +23,9 @@ FAST = dict(total_steps=400, num_envs=4, unroll_length=5, eval_every=0, eval_epi
 
 @pytest.fixture(autouse=True)
 def _fresh_warnings():
-    settings._WARNED.clear()
+    deprecated._WARNED.clear()
     yield
-    settings._WARNED.clear()
+    deprecated._WARNED.clear()
 
 
 def _warnings(text: str) -> list[str]:

@@ -16,17 +16,15 @@ chosen agent's own (the other agents' flags are left to ``--helpfull``).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 from absl import flags
 
 from tfagents_vtrace.commands import cli, config_flags
 from tfagents_vtrace.commands.cli import FlagError
-from tfagents_vtrace.settings import setting_fields
+from tfagents_vtrace.settings import RUN_NAMES, setting_fields
 
 FLAGS = flags.FLAGS
 _TABLE: dict[str, config_flags.ConfigFlag] = {}
@@ -238,9 +236,7 @@ def define_train_flags(agent: str = config_flags.DEFAULT_AGENT) -> None:
     )
     classes, chosen = config_classes(agent)
     _TABLE.clear()
-    _TABLE.update(
-        config_flags.define_config_flags(classes, chosen, rename=config_flags.RUN_FLAG_NAMES)
-    )
+    _TABLE.update(config_flags.define_config_flags(classes, chosen, rename=RUN_NAMES))
 
 
 def help_groups(agent: str) -> list[tuple[str, list[str]]]:
@@ -251,7 +247,7 @@ def help_groups(agent: str) -> list[tuple[str, list[str]]]:
     titles = ["run flags", "network flags", "environment flags (Atari, bandits)"]
     titles.append(f"{agent} flags (--agent={agent})")
     for title, cls in zip(titles, chosen):
-        names = [config_flags.RUN_FLAG_NAMES.get(f.name, f.name) for f in setting_fields(cls)]
+        names = [RUN_NAMES.get(f.name, f.name) for f in setting_fields(cls)]
         if title == "run flags":
             names += RUN_ONLY_FLAGS
         groups.append((title, [n for n in names if n not in KEY_FLAGS]))
@@ -282,50 +278,27 @@ def help_text(agent: str, doc: str | None) -> str:
 
 
 def configs_from_flags():
-    """``(agent_module, agent_config, network_config, run_config)`` built from FLAGS
-    (``run_config.env_kwargs`` from the environment flags, ``EnvFamilyConfig``).
+    """The run's :class:`~tfagents_vtrace.settings.RunConfigs` from the flags the user gave
+    (on the command line or in flagfiles): :func:`~tfagents_vtrace.settings.build_configs`
+    of them, as the Python API builds its keywords; the flags not given keep the agent's
+    defaults there, as they do here.
 
     Raises:
       FlagError: an unknown ``--agent``, a flag that is a setting of other agents only, or
         a config field out of range (the message names the flag).
       ValueError: a config check whose message names no single field.
     """
-    from tfagents_vtrace.agents import get_agent
-    from tfagents_vtrace.envs.family import EnvFamilyConfig
-    from tfagents_vtrace.networks import NetworkConfig
-    from tfagents_vtrace.runtime.config import RunConfig
+    from tfagents_vtrace.settings import build_configs
 
-    with _fields_as_flags():
-        agent = get_agent(FLAGS.agent)
-        used = (RunConfig, NetworkConfig, EnvFamilyConfig, agent.Config)
-        config_flags.check_flags_apply(_TABLE, used, FLAGS.agent)
-        agent_config = config_flags.config_from_flags(agent.Config, _TABLE)
-        network_config = config_flags.config_from_flags(NetworkConfig, _TABLE)
-        network_config = agent.network_config(network_config, agent_config, FLAGS.env)
-        run_config = config_flags.config_from_flags(RunConfig, _TABLE)
-        env_config = config_flags.config_from_flags(EnvFamilyConfig, _TABLE)
-        env_kwargs = env_config.env_kwargs(run_config.env_id)
-        run_config = dataclasses.replace(run_config, env_kwargs=env_kwargs)
-        if agent.check_run is not None:
-            agent.check_run(agent_config, run_config)
-    return agent, agent_config, network_config, run_config
-
-
-@contextmanager
-def _fields_as_flags() -> Iterator[None]:
-    """Re-raises a config's ``ValueError("FIELD: message")`` as ``FlagError(FLAG, message)``
-    (``env_id`` is ``--env``; ``agent`` is the registry's), so that the one line the entry
-    point prints names the flag as it is typed. Other ValueErrors pass unchanged."""
+    given = {name: FLAGS[name].value for name in _TABLE if FLAGS[name].present}
+    given["env"] = FLAGS.env
     try:
-        yield
-    except FlagError:
+        return build_configs(FLAGS.agent, given, agent_label=f"--agent={FLAGS.agent}")
+    except ValueError as e:  # "setting: message": the setting is the flag's name
+        name, sep, message = str(e).partition(": ")
+        if sep and (name in _TABLE or name == "agent"):
+            raise FlagError(name, message) from e
         raise
-    except ValueError as e:
-        field, sep, message = str(e).partition(": ")
-        flag = {**{f.field: f.flag for f in _TABLE.values()}, "agent": "agent"}.get(field)
-        if not sep or flag is None:
-            raise
-        raise FlagError(flag, message) from e
 
 
 MEMORY_ERRORS = ("MemoryError", "ResourceExhaustedError")

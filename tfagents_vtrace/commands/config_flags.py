@@ -30,13 +30,10 @@ from typing import Any
 
 from absl import flags
 
-from tfagents_vtrace.commands.cli import FlagError
 from tfagents_vtrace.settings import setting_fields, unwrap_optional
 
 FLAGS = flags.FLAGS
 DEFAULT_AGENT = "impala"
-# RunConfig fields whose flag names differ from the field names (the experiments contract).
-RUN_FLAG_NAMES = {"env_id": "env", "export_policy": "export"}
 
 
 def agent_from_argv(argv: Sequence[str], default: str = DEFAULT_AGENT) -> str:
@@ -182,24 +179,6 @@ def define_config_flags(
                 _ConfigParser(base, optional), name, default, doc, serializer=_ConfigSerializer()
             )
     return declared
-
-
-def config_from_flags(cls: type, table: dict[str, ConfigFlag], **overrides: Any) -> Any:
-    """``cls(**kwargs)`` from the flags of ``cls``'s fields (the flags carry the chosen
-    agent's defaults, so every field that is a setting is filled; ``overrides`` win)."""
-    by_field = {e.field: e.flag for e in table.values() if cls in e.owners}
-    kwargs = {f.name: FLAGS[by_field[f.name]].value for f in setting_fields(cls)}
-    kwargs.update(overrides)
-    return cls(**kwargs)
-
-
-def check_flags_apply(table: dict[str, ConfigFlag], used: Sequence[type], agent: str) -> None:
-    """Raises :class:`FlagError` for a flag the user passed that fills none of ``used``
-    (e.g. ``--num_workers`` with ``--agent=impala``)."""
-    for name, entry in table.items():
-        if FLAGS[name].present and not any(c in used for c in entry.owners):
-            owners = ", ".join(sorted({_agent_label(c) for c in entry.owners}))
-            raise FlagError(name, f"not a setting of --agent={agent} (it is one of {owners})")
 
 
 def _agent_label(cls: type) -> str:

@@ -169,12 +169,12 @@ def _configs():
     import gymnasium
 
     from tfagents_vtrace.envs.user_envs import resolve_env
-    from tfagents_vtrace.settings import RunConfigs, check_spaces
+    from tfagents_vtrace.settings import check_spaces
 
     try:
         FLAGS.env = resolve_env(FLAGS.env, "--env")  # module:Env-v0 imports what it names
-        agent, agent_config, network_config, run_config = common.configs_from_flags()
-        check_spaces(FLAGS.agent, run_config)  # before any network is built
+        configs = common.configs_from_flags()
+        check_spaces(FLAGS.agent, configs.run_config)  # before any network is built
     except cli.FlagError:
         raise
     except gymnasium.error.Error as e:
@@ -183,7 +183,7 @@ def _configs():
         cli.fail(cli.as_flag_message(str(e)))
     except Exception as e:  # noqa: BLE001 - the environment's own code failed
         _fault(e)
-    return RunConfigs(FLAGS.agent, agent, agent_config, network_config, run_config)
+    return configs
 
 
 def _run(configs) -> dict:
