@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tfagents_vtrace.agents.spec import AgentSpec
 
-_REGISTRY: dict[str, str] = {
+_REGISTRY: dict[str, str | AgentSpec] = {
     "impala": "tfagents_vtrace.agents.impala",
     "a2c": "tfagents_vtrace.agents.a2c",
     "a3c": "tfagents_vtrace.agents.a3c",
@@ -27,12 +27,22 @@ _REGISTRY: dict[str, str] = {
 }
 
 
-def register_agent(name: str, module_path: str) -> None:
-    """Registers (or replaces) agent ``name``: the package at ``module_path`` exports its
-    ``SPEC``."""
+def register_agent(name: str, spec: str | AgentSpec) -> None:
+    """Registers (or replaces) agent ``name``: ``spec`` is its
+    :class:`~tfagents_vtrace.agents.spec.AgentSpec`, or the path of a package exporting it as
+    ``SPEC`` (imported when the agent is first used). An agent registered from outside the
+    package trains, resumes and exports as the built-in ones do: the runtime and the
+    commands ask its spec for everything (its spaces included)."""
+    from tfagents_vtrace.agents.spec import AgentSpec
+
     if not name or not isinstance(name, str):
         raise ValueError(f"name: expected a non-empty str, received {name!r}")
-    _REGISTRY[name] = module_path
+    if isinstance(spec, AgentSpec):
+        if spec.name != name:
+            raise ValueError(f"spec: its name is {spec.name!r}, registered as {name!r}")
+    elif not (isinstance(spec, str) and spec):
+        raise ValueError(f"spec: expected an AgentSpec or a module path, received {spec!r}")
+    _REGISTRY[name] = spec
 
 
 def agent_names() -> tuple[str, ...]:
@@ -49,7 +59,8 @@ def get_agent(name: str) -> AgentSpec:
     """
     if name not in _REGISTRY:
         raise ValueError(f"agent: expected one of {agent_names()}, received {name!r}")
-    return importlib.import_module(_REGISTRY[name]).SPEC
+    spec = _REGISTRY[name]
+    return importlib.import_module(spec).SPEC if isinstance(spec, str) else spec
 
 
 __all__ = ["agent_names", "get_agent", "register_agent"]

@@ -108,16 +108,15 @@ def _check_action(agent: str, table: AgentSpaces, space) -> None:
 def check_spaces(agent_name: str, observation_space, action_space) -> None:
     """Raises ``ValueError`` (one line: the agent and the space) unless ``agent_name``
     takes ``observation_space`` and ``action_space`` (the single env's, unbatched spaces);
-    the table is :data:`SUPPORTED_SPACES`.
+    the spaces an agent takes are its spec's (``AgentSpec.spaces``), so an agent registered
+    from outside the package is checked against what it declares.
 
     Raises:
-      ValueError: ``agent: ...`` for an agent missing from the table; ``env: ...`` for a
+      ValueError: ``agent: ...`` for an agent that is not registered; ``env: ...`` for a
         space it does not take.
     """
-    table = SUPPORTED_SPACES.get(agent_name)
-    if table is None:
-        raise ValueError(
-            f"agent: expected one of {tuple(sorted(SUPPORTED_SPACES))}, received {agent_name!r}"
-        )
+    from tfagents_vtrace.agents import get_agent
+
+    table = get_agent(agent_name).spaces
     _check_observation(agent_name, table, observation_space, None)
     _check_action(agent_name, table, action_space)

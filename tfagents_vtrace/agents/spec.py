@@ -39,7 +39,9 @@ class AgentSpec:
         IMPALA's minibatches); None accepts every combination.
       activation: what ``NetworkConfig.activation="auto"`` means for this agent's networks.
       export_formats: the formats its runs export.
-      spaces: the observation and action spaces it takes.
+      spaces: the observation and action spaces it takes (what the space check reads); the
+        built-in agents' default to their row of ``spaces.SUPPORTED_SPACES``, an agent of
+        one's own declares them.
     """
 
     name: str
@@ -58,6 +60,11 @@ class AgentSpec:
         if self.Learner is None and self.run_agent is None:
             raise ValueError(f"{self.name}: an agent needs a Learner or a run_agent")
         if self.spaces is None:
+            if self.name not in SUPPORTED_SPACES:
+                raise ValueError(
+                    f"{self.name}: spaces: declare the spaces the agent takes "
+                    "(spaces=AgentSpaces(observations=..., actions=...))"
+                )
             object.__setattr__(self, "spaces", SUPPORTED_SPACES[self.name])
 
     def network_config(self, network_config, config, env_id: str):
