@@ -19,6 +19,7 @@ from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.acting.time_shares import TimeShares
 from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls, unroll_source
+from tfagents_vtrace.runtime.config import stream_seed
 from tfagents_vtrace.runtime.run_agent import NetworkAgent
 
 
@@ -41,7 +42,7 @@ class ActorLearner(NetworkAgent):
         self.replay = UnrollReplay(
             getattr(agent_config, "replay_unrolls", 0),
             replayed_per_batch(getattr(agent_config, "replay_ratio", 0.0), run.batch_unrolls),
-            seed=run.seed + 104729,
+            seed=stream_seed(run.seed, stream=1),
         )
 
     def checkpoint_items(self) -> dict:

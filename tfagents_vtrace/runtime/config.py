@@ -11,6 +11,20 @@ SETTING = "setting"
 """Field metadata key: ``{SETTING: False}`` marks a config field that is no setting or flag
 (the code that builds the config fills it, e.g. ``RunConfig.env_kwargs``)."""
 
+RESTART_SEED_STRIDE = 7919
+"""A run restarted at counter ``k`` (its update or environment step) seeds its acting with
+``seed + RESTART_SEED_STRIDE * k``, so a resumed run does not replay the episodes it saw."""
+STREAM_SEED_STRIDE = 104_729
+"""The ``i``-th stream of random numbers of a run (a worker, a collector, the replay) is
+seeded ``seed + STREAM_SEED_STRIDE * i`` apart from the others (primes, far apart)."""
+
+
+def stream_seed(seed: int, restart: int = 0, stream: int = 0) -> int:
+    """The seed of random stream ``stream`` of a run seeded ``seed`` restarted at counter
+    ``restart`` (:data:`RESTART_SEED_STRIDE`, :data:`STREAM_SEED_STRIDE`)."""
+    return int(seed) + RESTART_SEED_STRIDE * int(restart) + STREAM_SEED_STRIDE * int(stream)
+
+
 BACKENDS = ("local", "ray")
 POLICY_IMPLS = ("auto", "tf", "numpy")
 

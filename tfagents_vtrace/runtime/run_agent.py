@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Protocol
 
+from tfagents_vtrace.runtime.config import stream_seed
 from tfagents_vtrace.runtime.rundir.counters import Counters
 
 
@@ -73,7 +74,7 @@ class NetworkAgent:
         from tfagents_vtrace.runtime.acting.actor import ActorSpec
 
         run = self.run_config
-        seed = run.seed + 7919 * restart + offset
+        seed = stream_seed(run.seed, restart) + offset
         return ActorSpec(
             run.env_id, self.network_config, run.num_envs, unroll_length, seed=seed,
             env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,

@@ -34,6 +34,7 @@ from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.worker import AcerWorker
 from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.runtime.acting.actor import Actor
+from tfagents_vtrace.runtime.config import STREAM_SEED_STRIDE, stream_seed
 from tfagents_vtrace.runtime.run_agent import NetworkAgent
 
 
@@ -67,12 +68,14 @@ class AcerAgent(NetworkAgent):
 
     def actor(self, worker: int, network) -> Actor:
         """Worker ``worker``'s actor (0: the inline one), seeded by the restored step."""
-        spec = self.actor_spec(self.config.t_max, self.counters.env_steps, 104_729 * worker)
+        spec = self.actor_spec(
+            self.config.t_max, self.counters.env_steps, STREAM_SEED_STRIDE * worker
+        )
         return Actor(spec, max(worker - 1, 0), network, self.actor_env_factory())
 
     def start(self, counters) -> None:
         self.counters = counters
-        self.rng = np.random.default_rng(self.run_config.seed + 7919 * counters.env_steps)
+        self.rng = np.random.default_rng(stream_seed(self.run_config.seed, counters.env_steps))
         if self.config.num_workers == 0:
             self.source = self.inline = self.actor(0, self.learner.network)
             return

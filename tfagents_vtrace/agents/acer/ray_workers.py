@@ -48,6 +48,7 @@ import time
 import numpy as np
 
 from tfagents_vtrace.runtime.acting.ray_backend import HostProcess, RayWorkerPool, host_env_factory
+from tfagents_vtrace.runtime.config import STREAM_SEED_STRIDE
 
 
 class AcerWorkerHost(HostProcess):
@@ -133,7 +134,7 @@ class AcerRayWorkers(RayWorkerPool):
         self.agent, self.learner = agent, agent.learner
         # Worker i acts as thread worker i + 1 would: same seeds, replay stream i + 1.
         self.specs = [
-            agent.actor_spec(config.t_max, counters.env_steps, 104_729 * (i + 1))
+            agent.actor_spec(config.t_max, counters.env_steps, STREAM_SEED_STRIDE * (i + 1))
             for i in range(self.num_actors)
         ]
         self._env_factory = host_env_factory(env_factory, run.num_envs)

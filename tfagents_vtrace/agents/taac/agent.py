@@ -29,6 +29,7 @@ from tfagents_vtrace.agents.taac.policy import TaacPolicy
 from tfagents_vtrace.agents.taac.rollout import RepeatLengths, Rollout, replay_specs
 from tfagents_vtrace.envs.factory import vector_env_factory
 from tfagents_vtrace.replay.sequence import SequenceReplay, StreamReplay
+from tfagents_vtrace.runtime.config import stream_seed
 
 
 class TaacAgent:
@@ -95,9 +96,9 @@ class TaacAgent:
             self.rollout = self.source  # its ``repeats`` feed the rows
             self.source.start()
             return
-        policy = self._policy(False, seed + 7919 * restart)
+        policy = self._policy(False, stream_seed(seed, restart))
         self.rollout = Rollout(
-            self.env, policy, self.extra_state, seed + 7919 * restart,
+            self.env, policy, self.extra_state, stream_seed(seed, restart),
             forced_switch_cuts=self.config.forced_switch_cuts, reward_dim=self.config.reward_dim,
             step_timeout_s=self.run_config.env_step_timeout_s,
         )  # fmt: skip

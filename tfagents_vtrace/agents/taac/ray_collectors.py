@@ -38,6 +38,7 @@ import numpy as np
 
 from tfagents_vtrace.agents.taac.rollout import REPLAY_FIELDS, RepeatLengths
 from tfagents_vtrace.runtime.acting.ray_backend import HostProcess, RayWorkerPool, host_env_factory
+from tfagents_vtrace.runtime.config import stream_seed
 
 
 class _Steps:
@@ -158,7 +159,7 @@ class TaacRayCollectors(RayWorkerPool):
         )  # fmt: skip
         self.agent, self.learner, self.run = agent, agent.learner, run
         start = counters.env_steps
-        self.seeds = [run.seed + 104_729 * (i + 1) + 7919 * start for i in range(self.num_actors)]
+        self.seeds = [stream_seed(run.seed, start, i + 1) for i in range(self.num_actors)]
         self._env_factory = host_env_factory(env_factory, run.num_envs)
         self.repeats = RepeatLengths("repeat_length")
 
