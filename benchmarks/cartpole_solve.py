@@ -365,7 +365,7 @@ def run_all(args: argparse.Namespace, workdir: str) -> None:
         cells.append(ceiling.format_fraction(of_ceiling.get(s)))
         print("| " + " | ".join(cells) + " |")
     if args.plot:
-        from experiments.plot import plot_runs
+        from tfagents_vtrace.commands.plot import plot_runs
 
         dirs = [r["logdir"] for s in systems for r in records[s] if _read_metrics(r["logdir"])]
         if dirs:

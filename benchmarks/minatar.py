@@ -205,10 +205,15 @@ def sb3_worker(args: argparse.Namespace) -> None:
 # ----------------------------------------------------------------------------- our evaluation
 def eval_worker(args: argparse.Namespace) -> None:
     """Greedy then sampled ``--final_episodes`` episodes of the SavedModel at ``--policy``,
-    driven by ``experiments.evaluate`` (one process, one load for both); prints a JSON line."""
+    driven by ``tfv-evaluate``'s functions (one process, one load for both); prints a JSON line."""
     import tensorflow as tf
 
-    from experiments.evaluate import check_policy_env, env_spaces, policy_io, run_episodes
+    from tfagents_vtrace.commands.evaluate import (
+        check_policy_env,
+        env_spaces,
+        policy_io,
+        run_episodes,
+    )
 
     env_id = GAMES[args.game]
     tf.random.set_seed(args.seed)

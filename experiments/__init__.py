@@ -1,9 +1,21 @@
-"""The commands, as the clone runs them: ``python -m experiments.train`` etc.
+"""The experiments, run from a clone: ``python -m experiments.train`` and its siblings.
 
-Each module here stands for the module of the same name in :mod:`tfagents_vtrace.commands`
-(the ``tfv-train``, ``tfv-evaluate``... console scripts of an installed package). Run with
-``-m``, it runs that command; imported, it is that module (``sys.modules`` maps its name to
-it), so ``from experiments import evaluate`` gives every name of
-``tfagents_vtrace.commands.evaluate``, private ones included, and patching one patches the
-command. ``configs`` links to the shipped flagfiles, ``tfagents_vtrace/configs``.
+Each module here runs one command of :mod:`tfagents_vtrace.commands` from the clone's own
+code; it is the same ``entry_point()`` as the console script that ``pip install`` puts on
+``PATH``:
+
+==================================  ================
+in a clone                          installed
+==================================  ================
+``python -m experiments.train``     ``tfv-train``
+``python -m experiments.evaluate``  ``tfv-evaluate``
+``python -m experiments.export``    ``tfv-export``
+``python -m experiments.plot``      ``tfv-plot``
+``python -m experiments.benchmark`` ``tfv-benchmark``
+==================================  ================
+
+``configs`` links to the shipped configs (``tfagents_vtrace/configs``, package data named
+by ``--config=NAME``): the runs of ``docs/results/`` are these files, each results page
+giving its command. Importing a module here runs nothing and defines nothing else: code that
+needs a command's functions imports them from :mod:`tfagents_vtrace.commands`.
 """

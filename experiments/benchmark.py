@@ -1,13 +1,6 @@
-"""``python -m experiments.benchmark`` runs the ``tfv-benchmark`` command.
+"""``python -m experiments.benchmark``: the ``tfv-benchmark`` command, run from the clone."""
 
-Imported, this module is :mod:`tfagents_vtrace.commands.benchmark` (see :mod:`experiments`).
-"""
-
-import sys
-
-from tfagents_vtrace.commands import benchmark as _command
+from tfagents_vtrace.commands.benchmark import entry_point
 
 if __name__ == "__main__":
-    _command.entry_point()
-else:
-    sys.modules[__name__] = _command
+    entry_point()

@@ -1,13 +1,6 @@
-"""``python -m experiments.evaluate`` runs the ``tfv-evaluate`` command.
+"""``python -m experiments.evaluate``: the ``tfv-evaluate`` command, run from the clone."""
 
-Imported, this module is :mod:`tfagents_vtrace.commands.evaluate` (see :mod:`experiments`).
-"""
-
-import sys
-
-from tfagents_vtrace.commands import evaluate as _command
+from tfagents_vtrace.commands.evaluate import entry_point
 
 if __name__ == "__main__":
-    _command.entry_point()
-else:
-    sys.modules[__name__] = _command
+    entry_point()

@@ -1,13 +1,6 @@
-"""``python -m experiments.export`` runs the ``tfv-export`` command.
+"""``python -m experiments.export``: the ``tfv-export`` command, run from the clone."""
 
-Imported, this module is :mod:`tfagents_vtrace.commands.export` (see :mod:`experiments`).
-"""
-
-import sys
-
-from tfagents_vtrace.commands import export as _command
+from tfagents_vtrace.commands.export import entry_point
 
 if __name__ == "__main__":
-    _command.entry_point()
-else:
-    sys.modules[__name__] = _command
+    entry_point()

@@ -1,13 +1,6 @@
-"""``python -m experiments.plot`` runs the ``tfv-plot`` command.
+"""``python -m experiments.plot``: the ``tfv-plot`` command, run from the clone."""
 
-Imported, this module is :mod:`tfagents_vtrace.commands.plot` (see :mod:`experiments`).
-"""
-
-import sys
-
-from tfagents_vtrace.commands import plot as _command
+from tfagents_vtrace.commands.plot import entry_point
 
 if __name__ == "__main__":
-    _command.entry_point()
-else:
-    sys.modules[__name__] = _command
+    entry_point()

@@ -1,13 +1,6 @@
-"""``python -m experiments.train`` runs the ``tfv-train`` command.
+"""``python -m experiments.train``: the ``tfv-train`` command, run from the clone."""
 
-Imported, this module is :mod:`tfagents_vtrace.commands.train` (see :mod:`experiments`).
-"""
-
-import sys
-
-from tfagents_vtrace.commands import train as _command
+from tfagents_vtrace.commands.train import entry_point
 
 if __name__ == "__main__":
-    _command.entry_point()
-else:
-    sys.modules[__name__] = _command
+    entry_point()

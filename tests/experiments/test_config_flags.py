@@ -1,4 +1,5 @@
-"""experiments.config_flags: one flag per config field, with the chosen agent's defaults.
+"""tfagents_vtrace.commands.config_flags: one flag per config field, with the chosen agent's
+defaults.
 
 Ground truth is the config dataclasses themselves (their fields and defaults), not the flag
 module's output: every field of every agent has a documented flag; ``--agent=a2c --help``
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import config_flags
+from tfagents_vtrace.commands import config_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import tfagents_vtrace.envs  # noqa: F401 - registers CartPoleNoVel-v1
-from experiments import evaluate
+from tfagents_vtrace.commands import evaluate
 
 # One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
 # fixture is built once, not once per worker.

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from experiments import evaluate
+from tfagents_vtrace.commands import evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -55,7 +55,7 @@ def _fake_run(path, config=True, checkpoint=True):
 
 
 def test_check_flags_names_the_flag(tmp_path):
-    from experiments import export
+    from tfagents_vtrace.commands import export
 
     run = _fake_run(tmp_path / "run")
     assert export.check_flags(run, None, False) == os.path.join(run, "policy")
@@ -113,7 +113,7 @@ def test_cli_overwrite_never_deletes_the_working_directory(tmp_path):
 
 def test_check_flags_file_formats(tmp_path, monkeypatch):
     """tflite/onnx write one file: default names, only a model of the format is replaced."""
-    from experiments import export
+    from tfagents_vtrace.commands import export
 
     run = _fake_run(tmp_path / "run")
     assert export.check_flags(run, None, False, "tflite") == os.path.join(run, "policy.tflite")

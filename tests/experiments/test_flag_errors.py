@@ -2,7 +2,8 @@
 
 absl's own parsing errors (a value of the wrong type, an unknown flag, a missing flagfile or
 required flag) included, which absl alone reports in two lines with exit code 1
-(``experiments.cli.run``); ``--help`` exits 0. Each case is a subprocess, as a user runs it.
+(``tfagents_vtrace.commands.cli.run``); ``--help`` exits 0. Each case is a subprocess, as a
+user runs it.
 """
 
 import os
@@ -125,7 +126,7 @@ def test_help_exits_0(module):
 def test_flag_error_message_squeezes_what_absl_raises():
     from absl import flags
 
-    from experiments.cli import flag_error_message
+    from tfagents_vtrace.commands.cli import flag_error_message
 
     values = flags.FlagValues()
     flags.DEFINE_integer("count", 1, "", lower_bound=0, flag_values=values)

@@ -11,8 +11,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from experiments import plot
-from tfagents_vtrace.commands import plotting
+from tfagents_vtrace.commands import plot, plotting
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
