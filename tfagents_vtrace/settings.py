@@ -191,7 +191,9 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
         field, sep, message = str(e).partition(": ")
         name = RUN_NAMES.get(field, field)
         raise ValueError(f"{name}: {message}" if sep else str(e)) from None
-    network_config = module.network_config(network_config, agent_config, run_config.env_id)
+    network_config = module.network_config(
+        network_config, agent_config, run_config.env_id, run_config.env_kwargs
+    )
     if module.check_run is not None:
         module.check_run(agent_config, run_config)
     return RunConfigs(agent, module, agent_config, network_config, run_config)
@@ -202,10 +204,7 @@ def check_spaces(agent: str, run_config) -> None:
     ``run_config``'s environment (:func:`tfagents_vtrace.agents.spaces.check_spaces`); one
     environment is made to read them, before any network is built."""
     from tfagents_vtrace.agents import spaces
-    from tfagents_vtrace.envs.factory import make_env
+    from tfagents_vtrace.envs import env_spaces
 
-    env = make_env(run_config.env_id, **run_config.env_kwargs)
-    try:
-        spaces.check_spaces(agent, env.observation_space, env.action_space)
-    finally:
-        env.close()
+    env = env_spaces(run_config.env_id, run_config.env_kwargs)
+    spaces.check_spaces(agent, env.observation, env.action)

@@ -18,6 +18,7 @@ import tensorflow as tf
 from tests.runtime import test_ray_backend as ray_tests
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.agents.acer import AcerConfig, AcerLearner, network_config_for
+from tfagents_vtrace.envs import env_spaces
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.replay import storage
 from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, build_network
@@ -48,8 +49,11 @@ def test_truncation_threshold_from_flag_text(text, want):
 
 def test_q_head_follows_the_action_space():
     base = NetworkConfig()
-    assert network_config_for(base, AcerConfig(), "CartPole-v1").q_head == "discrete"
-    assert network_config_for(base, AcerConfig(), "Pendulum-v1").q_head == "stochastic_dueling"
+    assert network_config_for(base, AcerConfig(), env_spaces("CartPole-v1")).q_head == "discrete"
+    assert (
+        network_config_for(base, AcerConfig(), env_spaces("Pendulum-v1")).q_head
+        == "stochastic_dueling"
+    )
 
 
 def _batch(env_id, net_cfg, t=5, b=3, seed=0):
@@ -65,7 +69,7 @@ def _batch(env_id, net_cfg, t=5, b=3, seed=0):
 def test_train_step_and_average_network(env_id, core):
     """Discrete Q head; Gaussian policy + stochastic dueling Q through the LSTM core."""
     net_cfg = network_config_for(
-        NetworkConfig(hidden_sizes=(16,), core=core, lstm_size=8), AcerConfig(), env_id
+        NetworkConfig(hidden_sizes=(16,), core=core, lstm_size=8), AcerConfig(), env_spaces(env_id)
     )
     alpha = 0.9
     cfg = AcerConfig(trust_region_alpha=alpha, learning_rate=1e-2)
@@ -108,7 +112,7 @@ def train(run, cfg, net_cfg, logdir):
 @pytest.mark.parametrize("workers", [0, 2])
 def test_training_writes_the_run_directory(tmp_path, workers):
     cfg = AcerConfig(t_max=5, replay_start_size=20, n_times_replay=2, num_workers=workers)
-    net_cfg = network_config_for(NetworkConfig(hidden_sizes=(16,)), cfg, "CartPole-v1")
+    net_cfg = network_config_for(NetworkConfig(hidden_sizes=(16,)), cfg, env_spaces("CartPole-v1"))
     final = train(_run(400, export_policy=workers == 0), cfg, net_cfg, str(tmp_path))
     assert final["final"] and final["step"] >= 400
     assert final["replay_size"] > 0
@@ -137,7 +141,7 @@ def test_interrupt_stops_the_workers_saves_and_resumes(tmp_path, capsys):
     """Ctrl-C in the watching thread (async, 2 workers): workers stopped, checkpoint + replay
     saved at the interrupted step, RunInterrupted; the same command resumes and finishes."""
     cfg = AcerConfig(t_max=5, replay_start_size=20, n_times_replay=1, num_workers=2)
-    net_cfg = network_config_for(NetworkConfig(hidden_sizes=(8,)), cfg, "CartPole-v1")
+    net_cfg = network_config_for(NetworkConfig(hidden_sizes=(8,)), cfg, env_spaces("CartPole-v1"))
     run = _run(300, export_policy=False)
     trainer = make_driver(run, get_agent("acer"), cfg, net_cfg, str(tmp_path))
     advance = trainer.agent.advance
@@ -221,7 +225,7 @@ def test_ray_workers_train_into_the_learners_replay_and_a_killed_one_is_replaced
     threads: test_interrupt_stops_the_workers_saves_and_resumes; a replacement's work is
     checked by test_a3c's Ray test, with the same worker pool.)"""
     cfg = AcerConfig(t_max=5, replay_start_size=100, n_times_replay=2, num_workers=2)
-    net_cfg = network_config_for(NetworkConfig(hidden_sizes=(16,)), cfg, "CartPole-v1")
+    net_cfg = network_config_for(NetworkConfig(hidden_sizes=(16,)), cfg, env_spaces("CartPole-v1"))
     run = RunConfig(env_id="CartPole-v1", total_steps=1000, num_envs=2, eval_episodes=2,
                     log_every_s=0.05, backend="ray")  # fmt: skip
     trainer = make_driver(run, get_agent("acer"), cfg, net_cfg, str(tmp_path))

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
+from tfagents_vtrace.envs import env_spaces
 from tfagents_vtrace.networks import NetInputs, NetworkConfig
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.rundir.checkpointing import restore_network
@@ -32,7 +33,9 @@ def _short_run(agent: str, logdir: str) -> None:
         train(run, module, module.Config(num_workers=2, t_max=5), NET, logdir)
     else:
         cfg = module.Config(t_max=5, replay_start_size=10, n_times_replay=1)
-        train(run, module, cfg, module.network_config_for(NET, cfg, "CartPole-v1"), logdir)
+        train(
+            run, module, cfg, module.network_config_for(NET, cfg, env_spaces("CartPole-v1")), logdir
+        )
 
 
 def _greedy(policy, obs):

@@ -11,6 +11,7 @@ import pytest
 
 from tests.runtime.test_actor_learner import AGENT, NET, _rows, _run
 from tfagents_vtrace.agents import get_agent
+from tfagents_vtrace.envs import env_spaces
 from tfagents_vtrace.runtime.driver import make_driver, train
 from tfagents_vtrace.runtime.rundir import checkpoint_files as files
 from tfagents_vtrace.runtime.rundir.checkpointing import CheckpointError, has_checkpoint
@@ -114,7 +115,7 @@ def test_a_replay_archive_that_fails_its_checksum_falls_back_with_its_checkpoint
     acer = get_agent("acer")
     logdir = str(tmp_path / "acer")
     config = acer.Config(t_max=5, replay_start_size=10, n_times_replay=1)
-    net = acer.network_config_for(NET, config, "CartPole-v1")
+    net = acer.network_config_for(NET, config, env_spaces("CartPole-v1"))
     train(_run(800, checkpoint_every_s=1e-6), acer, config, net, logdir)
     newest, older = _steps(logdir)[:2]
     archive = os.path.join(logdir, "checkpoints", f"replay-{newest}.npz")

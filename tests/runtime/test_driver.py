@@ -15,6 +15,7 @@ import tensorflow as tf
 
 import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 from tfagents_vtrace.agents import get_agent
+from tfagents_vtrace.envs import env_spaces
 from tfagents_vtrace.networks import NetworkConfig, make_network
 from tfagents_vtrace.replay import storage
 from tfagents_vtrace.runtime.acting import env_failures
@@ -132,7 +133,7 @@ def _setup(agent: str, total_steps: int, **run_kw):
         workers = 2 if agent == "acer_workers" else 0
         config = module.Config(t_max=5, replay_start_size=10, n_times_replay=1,
                                num_workers=workers, max_nonfinite_updates=max_bad)  # fmt: skip
-        net = module.network_config_for(NET, config, "CartPole-v1")
+        net = module.network_config_for(NET, config, env_spaces("CartPole-v1"))
         return module, config, net, RunConfig(**kw)
     if agent == "a3c":
         config = module.Config(num_workers=2, t_max=5, max_nonfinite_updates=max_bad)

@@ -28,7 +28,8 @@ class AgentSpec:
       run_agent: ``run_agent(run, config, network_config, *, strategy, env_factory)`` ->
         the driver's ``RunAgent`` (asynchronous workers, replay, per-step updates); None runs
         the actor-learner of ``Learner``.
-      network_config_for: ``(network_config, config, env_id) -> NetworkConfig``, the network
+      network_config_for: ``(network_config, config, spaces) -> NetworkConfig`` (``spaces``:
+        the environment's :class:`~tfagents_vtrace.envs.EnvSpaces`), the network
         the agent needs (e.g. ACER's Q head); None keeps the given one.
       export_run: ``(logdir, path, overwrite=False, fmt=...) -> str``, the export of a run
         whose policy is not the actor-critic network (TAAC); None exports that network.
@@ -67,10 +68,13 @@ class AgentSpec:
                 )
             object.__setattr__(self, "spaces", SUPPORTED_SPACES[self.name])
 
-    def network_config(self, network_config, config, env_id: str):
-        """The network config a run of this agent uses ("auto" activation resolved)."""
+    def network_config(self, network_config, config, env_id: str, env_kwargs: dict | None = None):
+        """The network config a run of this agent on ``env_id`` made with ``env_kwargs`` uses
+        ("auto" activation resolved)."""
         if network_config.activation == "auto":
             network_config = dataclasses.replace(network_config, activation=self.activation)
         if self.network_config_for is None:
             return network_config
-        return self.network_config_for(network_config, config, env_id)
+        from tfagents_vtrace.envs import env_spaces
+
+        return self.network_config_for(network_config, config, env_spaces(env_id, env_kwargs))

@@ -28,7 +28,7 @@ from tfagents_vtrace.envs.bandits import (
     sample_probs,
 )
 from tfagents_vtrace.envs.cartpole import CartPoleNoVelEnv, CartPoleNoVelVectorEnv
-from tfagents_vtrace.envs.factory import MODES, make_env, make_vector_env
+from tfagents_vtrace.envs.factory import MODES, EnvSpaces, env_spaces, make_env, make_vector_env
 from tfagents_vtrace.envs.structured_bandit import StructuredBanditEnv, StructuredBanditVectorEnv
 
 # Bandit ids and their task family.
@@ -85,6 +85,8 @@ __all__ = [
     "StructuredBanditVectorEnv",
     "TwoArmedBanditEnv",
     "TwoArmedBanditVectorEnv",
+    "EnvSpaces",
+    "env_spaces",
     "held_out_probs",
     "make_env",
     "make_vector_env",

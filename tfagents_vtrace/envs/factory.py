@@ -31,8 +31,9 @@ https://arxiv.org/abs/1802.01561 (many environments per actor, batched inference
 from __future__ import annotations
 
 import importlib.util
+import json
 import numbers
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -284,3 +285,38 @@ def _envpool_vector(env_id: str, num_envs: int, seed: int, env_kwargs: dict) -> 
     from tfagents_vtrace.envs import envpool_adapter
 
     return envpool_adapter.EnvpoolVectorEnv(env_id, num_envs, seed, **env_kwargs)
+
+
+class EnvSpaces(NamedTuple):
+    """The single (unbatched) spaces of an environment."""
+
+    observation: gym.Space
+    action: gym.Space
+
+
+_SPACES: dict[str, EnvSpaces] = {}
+
+
+def env_spaces(env_id: str, env_kwargs: dict | None = None) -> EnvSpaces:
+    """The spaces of ``env_id`` made with ``env_kwargs``: one environment is made to read
+    them the first time, and the same :class:`EnvSpaces` answers every later call of this
+    process (networks, space checks and exports read the spaces many times in a run; making
+    an environment can take seconds, an Atari one or a user's own).
+
+    Raises whatever making the environment raises.
+    """
+    kwargs = dict(env_kwargs or {})
+    try:
+        key = json.dumps([env_id, kwargs], sort_keys=True)
+    except (TypeError, ValueError):  # arguments that are no JSON: read them each time
+        key = None
+    if key is not None and key in _SPACES:
+        return _SPACES[key]
+    env = make_env(env_id, **kwargs)
+    try:
+        spaces = EnvSpaces(env.observation_space, env.action_space)
+    finally:
+        env.close()
+    if key is not None:
+        _SPACES[key] = spaces
+    return spaces

@@ -94,14 +94,9 @@ def check_fits(
 def env_spaces(env_id: str, env_kwargs: dict | None = None) -> tuple[Any, Any] | None:
     """``(observation_space, action_space)`` of one ``env_id`` environment, or None when it
     cannot be made (the run's own checks then report that environment's problem)."""
-    from tfagents_vtrace.envs import make_env
+    from tfagents_vtrace.envs import env_spaces
 
     try:
-        env = make_env(env_id, **(env_kwargs or {}))
+        return tuple(env_spaces(env_id, env_kwargs))
     except Exception:  # noqa: BLE001 - reported where the environment is checked
         return None
-    try:
-        return env.observation_space, env.action_space
-    finally:
-        with contextlib.suppress(Exception):
-            env.close()

@@ -24,19 +24,13 @@ Learner = AcerLearner
 run_agent = AcerAgent
 
 
-def network_config_for(network_config, agent_config: AcerConfig, env_id: str):
+def network_config_for(network_config, agent_config: AcerConfig, spaces):
     """``network_config`` with ``q_head="discrete"`` for a Discrete action space and
-    ``"stochastic_dueling"`` for a Box one (one throwaway env is made to read the space)."""
+    ``"stochastic_dueling"`` for a Box one (``spaces``: the environment's ``EnvSpaces``)."""
     import gymnasium as gym
 
-    from tfagents_vtrace.envs import make_env
-
     del agent_config
-    env = make_env(env_id)
-    try:
-        discrete = isinstance(env.action_space, gym.spaces.Discrete)
-    finally:
-        env.close()
+    discrete = isinstance(spaces.action, gym.spaces.Discrete)
     head = "discrete" if discrete else "stochastic_dueling"
     return dataclasses.replace(network_config, q_head=head)
 

@@ -122,15 +122,13 @@ def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
 
 
 def build_network(network_config, env_id: str, env_kwargs: dict | None = None):
-    """The network for ``env_id``'s spaces (one throwaway env is made to read them)."""
-    from tfagents_vtrace.envs import make_env
+    """The network for the spaces of ``env_id`` made with ``env_kwargs``
+    (:func:`~tfagents_vtrace.envs.env_spaces`)."""
+    from tfagents_vtrace.envs import env_spaces
     from tfagents_vtrace.networks import make_network
 
-    env = make_env(env_id, **(env_kwargs or {}))
-    try:
-        return make_network(network_config, env.observation_space, env.action_space)
-    finally:
-        env.close()
+    spaces = env_spaces(env_id, env_kwargs)
+    return make_network(network_config, spaces.observation, spaces.action)
 
 
 class Actor:
