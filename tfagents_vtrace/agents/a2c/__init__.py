@@ -1,8 +1,9 @@
 """A2C: synchronous advantage actor-critic with n-step returns or GAE (Mnih et al. 2016,
 https://arxiv.org/abs/1602.01783; Schulman et al. 2015, https://arxiv.org/abs/1506.02438).
 
-``Config`` and ``Learner`` are the names the agent registry (:mod:`tfagents_vtrace.agents`)
-looks up. The loss module is shared with A3C (:mod:`tfagents_vtrace.agents.a3c`).
+``SPEC`` (:class:`~tfagents_vtrace.agents.spec.AgentSpec`) is what the agent registry
+(:mod:`tfagents_vtrace.agents`) returns: the config and the learner the actor-learner feeds.
+The loss module is shared with A3C (:mod:`tfagents_vtrace.agents.a3c`).
 """
 
 from tfagents_vtrace.agents.a2c.config import A2CConfig
@@ -11,9 +12,6 @@ from tfagents_vtrace.agents.a2c.loss import METRIC_KEYS, a2c_loss
 from tfagents_vtrace.agents.optimization import entropy_coefficient
 from tfagents_vtrace.agents.spec import AgentSpec
 
-Config = A2CConfig
-Learner = A2CLearner
-
 SPEC = AgentSpec("a2c", A2CConfig, Learner=A2CLearner)
 
 __all__ = [
@@ -21,8 +19,6 @@ __all__ = [
     "METRIC_KEYS",
     "A2CConfig",
     "A2CLearner",
-    "Config",
-    "Learner",
     "a2c_loss",
     "entropy_coefficient",
 ]

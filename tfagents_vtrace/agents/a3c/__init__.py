@@ -3,9 +3,10 @@
 https://arxiv.org/abs/1602.01783), with the loss shared with A2C
 (:mod:`tfagents_vtrace.agents.a2c.loss`).
 
-Registry names: ``Config`` and ``Learner`` (the global network + shared optimizer; its
-``train_step`` is a one-worker update) and ``run_agent`` (:class:`A3CAgent`, the
-asynchronous workers that the run driver runs for ``--agent=a3c``).
+``SPEC`` (:class:`~tfagents_vtrace.agents.spec.AgentSpec`) is what the agent registry
+(:mod:`tfagents_vtrace.agents`) returns: the config, the learner (the global network + shared
+optimizer; its ``train_step`` is a one-worker update) and the run agent (:class:`A3CAgent`,
+the asynchronous workers that the run driver runs for ``--agent=a3c``).
 """
 
 from tfagents_vtrace.agents.a3c.agent import A3CAgent
@@ -14,10 +15,6 @@ from tfagents_vtrace.agents.a3c.shared import A3CLearner, SharedOptimizer, compu
 from tfagents_vtrace.agents.a3c.worker import Worker
 from tfagents_vtrace.agents.spec import AgentSpec
 
-Config = A3CConfig
-Learner = A3CLearner
-run_agent = A3CAgent
-
 SPEC = AgentSpec("a3c", A3CConfig, Learner=A3CLearner, run_agent=A3CAgent)
 
 __all__ = [
@@ -25,10 +22,7 @@ __all__ = [
     "A3CAgent",
     "A3CConfig",
     "A3CLearner",
-    "Config",
-    "Learner",
     "SharedOptimizer",
     "Worker",
     "compute_gradients",
-    "run_agent",
 ]

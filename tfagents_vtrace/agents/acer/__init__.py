@@ -2,9 +2,10 @@
 correction, Retrace and an efficient trust region (Wang et al. 2016,
 https://arxiv.org/abs/1611.01224), discrete and continuous actions.
 
-Registry names: ``Config``, ``Learner``, ``network_config_for`` (adds the Q head the action
-space needs) and ``run_agent`` (:class:`AcerAgent`, what the run driver runs: on-policy
-unrolls + episodic replay, inline by default, asynchronous worker threads with
+``SPEC`` (:class:`~tfagents_vtrace.agents.spec.AgentSpec`) is what the agent registry
+(:mod:`tfagents_vtrace.agents`) returns: the config, the learner, ``network_config_for`` (adds the Q
+head the action space needs) and the run agent (:class:`AcerAgent`, what the run driver runs:
+on-policy unrolls + episodic replay, inline by default, asynchronous worker threads with
 ``num_workers``).
 """
 
@@ -18,10 +19,6 @@ from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.loss import acer_loss, project_policy_loss
 from tfagents_vtrace.agents.acer.worker import AcerWorker
 from tfagents_vtrace.agents.spec import AgentSpec
-
-Config = AcerConfig
-Learner = AcerLearner
-run_agent = AcerAgent
 
 
 def network_config_for(network_config, agent_config: AcerConfig, spaces):
@@ -50,10 +47,7 @@ __all__ = [
     "AcerConfig",
     "AcerLearner",
     "AcerWorker",
-    "Config",
-    "Learner",
     "acer_loss",
     "network_config_for",
     "project_policy_loss",
-    "run_agent",
 ]

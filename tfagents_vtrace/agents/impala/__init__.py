@@ -1,7 +1,7 @@
 """IMPALA: V-trace off-policy actor-critic (Espeholt et al. 2018, https://arxiv.org/abs/1802.01561).
 
-``Config`` and ``Learner`` are the names the agent registry (:mod:`tfagents_vtrace.agents`)
-looks up.
+``SPEC`` (:class:`~tfagents_vtrace.agents.spec.AgentSpec`) is what the agent registry
+(:mod:`tfagents_vtrace.agents`) returns: the config and the learner the actor-learner feeds.
 """
 
 from tfagents_vtrace.agents.impala.config import ImpalaConfig, check_run
@@ -15,9 +15,6 @@ from tfagents_vtrace.agents.impala.learner import (
 )
 from tfagents_vtrace.agents.spec import AgentSpec
 
-Config = ImpalaConfig
-Learner = ImpalaLearner
-
 SPEC = AgentSpec(
     "impala", ImpalaConfig, Learner=ImpalaLearner, check_run=check_run, activation="relu"
 )
@@ -25,10 +22,8 @@ SPEC = AgentSpec(
 __all__ = [
     "SPEC",
     "METRIC_KEYS",
-    "Config",
     "ImpalaConfig",
     "ImpalaLearner",
-    "Learner",
     "LossTerms",
     "impala_loss",
     "loss_terms",

@@ -1,10 +1,11 @@
 """TAAC, TaacL and TaacQ: temporally abstract actor-critic (Yu et al. 2021,
 https://arxiv.org/abs/2104.06521).
 
-Registry names: ``Config`` (:class:`TaacConfig`, ``trajectory`` selects TAAC/TaacL/TaacQ),
-``Learner`` (:class:`TaacLearner`: networks, optimizers, the compiled update), ``run_agent``
-(:class:`TaacAgent`, the replay-driven agent that the run driver runs for
-``experiments.train --agent=taac``), ``export_run`` (the policy of a run directory as a
+``SPEC`` (:class:`~tfagents_vtrace.agents.spec.AgentSpec`) is what the agent registry
+(:mod:`tfagents_vtrace.agents`) returns: the config (:class:`TaacConfig`, ``trajectory`` selects
+TAAC/TaacL/TaacQ), the learner (:class:`TaacLearner`: networks, optimizers, the compiled
+update), the run agent (:class:`TaacAgent`, the replay-driven agent that the run driver runs
+for ``tfv-train --agent=taac``), ``export_run`` (the policy of a run directory as a
 SavedModel, LiteRT or ONNX file, for ``experiments.export``; ``EXPORT_FORMATS``) and
 ``check_export`` (its trajectory parity check, for ``experiments.export --check``).
 """
@@ -16,11 +17,6 @@ from tfagents_vtrace.agents.taac.export import EXPORT_FORMATS, check_export, exp
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy, act_step
 from tfagents_vtrace.agents.taac.trajectories import Trajectory
-
-Config = TaacConfig
-Learner = TaacLearner
-run_agent = TaacAgent
-
 
 SPEC = AgentSpec(
     "taac",
@@ -36,8 +32,6 @@ SPEC = AgentSpec(
 __all__ = [
     "SPEC",
     "EXPORT_FORMATS",
-    "Config",
-    "Learner",
     "TaacConfig",
     "TaacLearner",
     "TaacPolicy",
@@ -46,5 +40,4 @@ __all__ = [
     "act_step",
     "check_export",
     "export_run",
-    "run_agent",
 ]
