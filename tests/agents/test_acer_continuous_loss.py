@@ -1,6 +1,7 @@
-"""Continuous ACER loss against a slow numpy version of chainerrl's ``ACER.compute_loss``
-with a Gaussian policy (``reference/chainerrl_acer.txt``; https://arxiv.org/abs/1611.01224),
-written per step in the reference's notation.
+"""Continuous ACER loss against a slow numpy version of chainerrl's ``ACER.compute_loss`` with a
+Gaussian policy (https://github.com/chainer/chainerrl/blob/master/chainerrl/agents/acer.py; Wang et
+al., "Sample Efficient Actor-Critic with Experience Replay", 2016,
+https://arxiv.org/abs/1611.01224), written per step in the reference's notation.
 
 The stub network's policy mean and standard deviation, V and Q are free variables per step
 (``Q(x_t, a) = q0_t + w.a``, standing for the stochastic dueling network's evaluator), so

@@ -1,7 +1,9 @@
 """Discrete ACER loss against a slow numpy version of chainerrl's ``ACER.compute_loss``
-(``reference/chainerrl_acer.txt``; Algorithm 2 of https://arxiv.org/abs/1611.01224), written
-per step in the reference's notation, on a stub network whose logits and Q values are free
-variables per step, so the loss gradient w.r.t. them is checkable.
+(https://github.com/chainer/chainerrl/blob/master/chainerrl/agents/acer.py; Algorithm 2 of Wang et
+al., "Sample Efficient Actor-Critic with Experience Replay", 2016,
+https://arxiv.org/abs/1611.01224), written per step in the reference's notation, on a stub network
+whose logits and Q values are free variables per step, so the loss gradient w.r.t. them is
+checkable.
 
 The numpy side follows the reference's options: ``pi_loss_coef`` scales the policy loss
 *with* its entropy term, V = sum_a pi(a) Q(a) only (no V-head loss), ``action_distrib_mu =

@@ -1,6 +1,7 @@
-"""ACER against chainerrl's ``ACER`` (``reference/chainerrl_acer.txt``), issue #16: the
-config defaults, V = sum_a pi Q on a real network, the per-step statistics, the unshared
-models, the worker's on-policy update, the Poisson replay count and the flags.
+"""ACER against chainerrl's ``ACER``
+(https://github.com/chainer/chainerrl/blob/master/chainerrl/agents/acer.py), issue #16: the config
+defaults, V = sum_a pi Q on a real network, the per-step statistics, the unshared models, the
+worker's on-policy update, the Poisson replay count and the flags.
 
 Ground truth is numpy written in the reference's notation (``tests/agents/test_acer_loss``'s
 ``reference_discrete`` for the update; explicit loops for the statistics and the forward

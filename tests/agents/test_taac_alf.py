@@ -1,6 +1,8 @@
 """TAAC's ALF options (issue #16) against slow numpy written in ALF's notation
-(``reference/alf_taac.txt``: ``TAACTDLoss``, ``_discounted_return``, ``_predict_action``,
-``_compute_critics``, ``_calc_critic_loss``, ``_set_target_entropy``, ``train_step``).
+(https://github.com/HorizonRobotics/alf/blob/pytorch/alf/algorithms/taac_algorithm.py:
+``TAACTDLoss``, ``_discounted_return``, ``_predict_action``, ``_compute_critics``,
+``_calc_critic_loss``, ``_set_target_entropy``, ``train_step``; Yu et al., "TAAC: Temporally
+Abstract Actor-Critic for Continuous Control", 2021, https://arxiv.org/abs/2104.06521).
 
 The numpy functions below are named after the reference's functions and follow them line
 by line; the networks' outputs are the only thing they take from this package.

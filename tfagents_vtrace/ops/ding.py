@@ -2,8 +2,9 @@
 
 Reference: Espeholt, Soyer, Munos et al. 2018, "IMPALA: Scalable Distributed Deep-RL with
 Importance Weighted Actor-Learner Architectures", https://arxiv.org/abs/1802.01561; the API
-(names, arguments, defaults, shapes) follows DI-engine's documentation of
-``ding.rl_utils.vtrace`` (``reference/di_engine_vtrace_api.txt``), written fresh in TF2.
+(names, arguments, defaults, shapes) follows DI-engine's ``ding.rl_utils.vtrace``
+(https://github.com/opendilab/DI-engine/blob/main/ding/rl_utils/vtrace.py), written fresh in
+TF2.
 
 Differences from `tfagents_vtrace.ops.vtrace` that come from the DI-engine API:
   * ``value`` is ``[T+1, B]``: ``value[:-1]`` are V(x_0..x_{T-1}) and ``value[-1]`` the

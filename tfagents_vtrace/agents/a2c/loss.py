@@ -28,9 +28,11 @@ term, with ``beta_m = policy_mean_cost`` (0 by default: no term), penalises a Ga
 policy's mean ``loc`` (pre-tanh for "tanh_gaussian"), as SAC's ``mean_reg``; the metric
 ``mean_penalty`` (present when ``beta_m > 0``) is its per-step mean before the weight.
 
-The reference for the defaults is the A3C meta-RL fork (``a3c_meta_rl.txt`` beside
-DESIGN.md): its ``process_rollout`` regresses V onto ``discount(rewards + [r], gamma)``, the
-n-step return, and weights the advantages of ``discount(delta, gamma * lambda)``; its loss
+The reference for the defaults is an A3C meta-RL fork of universe-starter-agent's
+``a3c.py`` (https://github.com/openai/universe-starter-agent) with the meta-RL inputs of Wang
+et al., "Learning to reinforcement learn", 2016, https://arxiv.org/abs/1611.05763: its
+``process_rollout`` regresses V onto ``discount(rewards + [r], gamma)``, the n-step return,
+and weights the advantages of ``discount(delta, gamma * lambda)``; its loss
 is ``pi_loss + 0.05 * vf_loss - beta_e * entropy`` with sums over the rollout and
 ``vf_loss = BETA_V * sum (V - R)^2``, i.e. ``baseline_cost = 0.1 * BETA_V`` here (the fork's
 config has ``BETA_V = 0.05``; ``baseline_cost = 0.005``). ``value_target="lambda"`` and

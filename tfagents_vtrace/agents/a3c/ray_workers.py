@@ -1,8 +1,11 @@
 """A3C on Ray: each worker a Ray actor process, the learner the parameter server.
 
-The A3C meta-RL reference (``reference/a3c_meta_rl.txt``) runs every worker as its own
-process (``/job:worker/task:N``) that pulls the shared weights from a parameter server,
-computes gradients on its own rollout and pushes them back (Mnih et al. 2016,
+A3C as universe-starter-agent runs it (``a3c.py`` of
+https://github.com/openai/universe-starter-agent, which the meta-RL fork of Wang et al.,
+"Learning to reinforcement learn", 2016, https://arxiv.org/abs/1611.05763, builds on) has
+every worker in its own process (``/job:worker/task:N``) that pulls the shared weights from a
+parameter server, computes gradients on its own rollout and pushes them back (Mnih et al.,
+"Asynchronous Methods for Deep Reinforcement Learning", 2016,
 https://arxiv.org/abs/1602.01783, Algorithm S3). With ``--backend=ray``:
 
 * each of ``num_workers`` :class:`WorkerHost` Ray actors builds its own network copy and

@@ -1,17 +1,18 @@
 """ACER hyperparameters (Wang et al. 2016, "Sample Efficient Actor-Critic with Experience
 Replay", https://arxiv.org/abs/1611.01224).
 
-Each field is an ``experiments.train`` flag of the same name, generated from this class
-(type, default and the docstring under the field) by ``experiments.config_flags``.
+Each field is a setting of the same name (a ``tfv-train`` flag, a ``tv.train`` keyword),
+its flag generated from this class (type, default and the docstring under the field).
 The fields ACER shares with other agents (discount, rewards, optimizer, clipping, entropy
 cost) come from :class:`~tfagents_vtrace.agents.learner_config.LearnerConfig`.
 
-Defaults are chainerrl's ``ACER`` (``reference/chainerrl_acer.txt``): ``entropy_cost`` =
+Defaults are chainerrl's ``ACER``
+(https://github.com/chainer/chainerrl/blob/master/chainerrl/agents/acer.py): ``entropy_cost`` =
 beta = 0.01, ``pi_loss_coef`` = 1, ``q_loss_coef`` = 0.5, trust region on with alpha = 0.99,
 delta = 1, ``truncation_threshold`` = 10, ``n_times_replay`` = 8, ``replay_start_size`` =
 10^4, ``normalize_loss_by_steps``, ``use_q_opc`` off, statistics decay 0.999 per step. The
-flagfiles ``experiments/configs/acer_*.cfg`` set their tuned values explicitly. Choices, and
-why (measurements: ``docs/results/cartpole.md``, ``docs/results/pendulum.md``):
+shipped configs ``tfagents_vtrace/configs/acer_*.cfg`` set their tuned values explicitly.
+Choices, and why (measurements: ``docs/results/cartpole.md``, ``docs/results/pendulum.md``):
 
 * Discrete V: ``V = sum_a pi(a|x) Q(x, a)`` only, as the reference; a separate V head
   regressed on it (moving the shared torso) made CartPole solve later, so there is none.

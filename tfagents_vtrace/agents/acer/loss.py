@@ -2,7 +2,9 @@
 
 Wang et al. 2016, "Sample Efficient Actor-Critic with Experience Replay",
 https://arxiv.org/abs/1611.01224 (Algorithms 1-2, eqs. 5 and 9-12), as chainerrl's
-``ACER.compute_loss`` (``reference/chainerrl_acer.txt``), batched over the runtime's unroll
+``ACER.compute_loss``
+(https://github.com/chainer/chainerrl/blob/master/chainerrl/agents/acer.py), batched over the
+runtime's unroll
 layout (:mod:`tfagents_vtrace.runtime.acting.actor`): T+1 observations, ``reset`` marking
 NEXT_STEP reset steps, behaviour policy parameters ``mu`` under ``batch["policy"]``.
 Per step ``t`` with mask ``m_t = 1 - reset_t`` and the targets of

@@ -1,12 +1,14 @@
 """TAAC, TaacL and TaacQ hyperparameters (Yu et al., "TAAC: Temporally Abstract Actor-Critic
 for Continuous Control", 2021, https://arxiv.org/abs/2104.06521).
 
-Each field is an ``experiments.train`` flag of the same name, generated from this class
-(type, default and the docstring under the field) by ``experiments.config_flags``; the
+Each field is a setting of the same name (a ``tfv-train`` flag, a ``tv.train`` keyword),
+its flag generated from this class (type, default and the docstring under the field); the
 fields TAAC shares with other agents (discount, reward scale, learning rate, gradient
 clipping, XLA, the non-finite stop) come from
 :class:`~tfagents_vtrace.agents.learner_config.AgentConfig`. Defaults follow ALF's
-``TaacAlgorithmBase`` (``reference/alf_taac.txt``); two departures from it are options:
+``TaacAlgorithmBase``
+(https://github.com/HorizonRobotics/alf/blob/pytorch/alf/algorithms/taac_algorithm.py); two
+departures from it are options:
 
 * ``forced_switch_cuts`` (default False, ALF): the replay stores the *sampled* ``b`` as the
   rollout switch, so a ``max_repeat_steps`` forced switch does not cut the compare-through

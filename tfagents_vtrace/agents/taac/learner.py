@@ -3,7 +3,8 @@ train call running several updates on replay windows.
 
 Yu et al., "TAAC: Temporally Abstract Actor-Critic for Continuous Control", 2021,
 https://arxiv.org/abs/2104.06521; ALF's ``TaacAlgorithmBase.train_step`` and ``calc_loss``
-(``reference/alf_taac.txt``). For every step of a ``[T, B]`` window (flattened to N): the
+(https://github.com/HorizonRobotics/alf/blob/pytorch/alf/algorithms/taac_algorithm.py). For
+every step of a ``[T, B]`` window (flattened to N): the
 actor resamples ``x ~ pi(. | s, tau_prev)`` (reparameterized), the current policy's b is
 drawn from the softmax over ``Q(s, tau^-)``, ``Q(s, tau_hat)`` (``Q``: the replica minimum,
 weighted over reward dims); the critic replicas regress ``Q_i^d(s, tau_rollout)`` on the
