@@ -112,9 +112,12 @@ def _renamed(arg: str) -> str:
 
 
 def rename_deprecated_flags(argv: Sequence[str]) -> tuple[list[str], str | None]:
-    """``argv`` with each deprecated flag name (``runtime.settings.DEPRECATED_NAMES``) of
-    ``argv[1:]`` before a ``--`` replaced, at its place, by its name now, with one warning
-    line per name; a flagfile that holds one is read in place (as absl reads it), renamed.
+    """``argv`` with each flagfile of ``argv[1:]`` before a ``--`` read in place (as absl
+    reads it, nested flagfiles included) and each deprecated flag name
+    (``utils.deprecated.DEPRECATED_NAMES``) replaced, at its place, by its name now, with one
+    warning line per name. The flagfiles are read here once: what follows (the agent's name,
+    absl's parse) reads the expanded list. A flagfile that cannot be read is left for absl's
+    own parse to report.
 
     Returns:
       ``(argv, error)``: ``error`` is the one-line message (``--OLD: ...``) of an old name
@@ -144,15 +147,14 @@ def rename_deprecated_flags(argv: Sequence[str]) -> tuple[list[str], str | None]
         try:
             lines = flags.FlagValues().read_flags_from_files([f"--flagfile={path}"], False)
         except flags.Error:  # absl's own parse reports it
-            lines = []
-        names = [name for name in map(_flag_name, lines) if name]
-        if not DEPRECATED_NAMES.keys() & set(names):
             out += taken
             continue
-        try:
-            check_deprecated(names, "--", f" (in {path})")
-        except ValueError as e:
-            error = error or f"--{e}"
+        names = [name for name in map(_flag_name, lines) if name]
+        if DEPRECATED_NAMES.keys() & set(names):
+            try:
+                check_deprecated(names, "--", f" (in {path})")
+            except ValueError as e:
+                error = error or f"--{e}"
         out += [_renamed(line) for line in lines]
     try:
         check_deprecated(own, "--")
