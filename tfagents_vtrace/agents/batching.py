@@ -61,9 +61,9 @@ class BatchFunction:
     concrete function. The batch crosses into TensorFlow as one flat array per dtype (the
     leaves concatenated on the host, split and reshaped again inside the graph).
 
-    Calling a ``tf.function`` with the nested numpy batch instead costs about 1 ms more per
-    call on the 2-core reference machine (trace-type lookup and one Python-level conversion
-    per leaf), more than a whole CartPole update.
+    Calling a ``tf.function`` with the nested numpy batch instead costs a trace-type lookup
+    and one Python-level conversion per leaf on every call, more than a whole CartPole update
+    (docs/results/implementation_choices.md).
     """
 
     def __init__(self, fn: Callable, jit_compile: bool = False):

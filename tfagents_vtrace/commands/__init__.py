@@ -6,9 +6,8 @@
 
 Importing this package (which every command does before its own imports) limits numpy's
 OpenBLAS to one thread unless ``OPENBLAS_NUM_THREADS`` is set: the numpy acting policies
-multiply small matrices, and OpenBLAS's spinning worker threads on a busy 2-core machine
-turned a 0.1 ms policy step into 50 ms at the 90th percentile (16 MinAtar grids through a
-256x256 MLP, measured with a training run beside it).
+multiply small matrices, and on a busy machine OpenBLAS's spinning worker threads make such a
+policy step many times slower at its tail (docs/results/implementation_choices.md).
 """
 
 import os

@@ -31,9 +31,10 @@
 
 Batch shape is the leading dims of the parameters (``[B]`` or ``[T, B]``).
 
-``tensorflow_probability`` is imported on first use (about 1 s on the 2-core reference
-machine): the categorical learners and the numpy actors never build a ``tfp`` object, so a
-CartPole run does not pay for it before its first evaluation.
+``tensorflow_probability`` is imported on first use (its import takes a noticeable part of a
+small run's start: docs/results/implementation_choices.md): the categorical learners and the
+numpy actors never build a ``tfp`` object, so a CartPole run does not pay for it before its
+first evaluation.
 """
 
 from __future__ import annotations

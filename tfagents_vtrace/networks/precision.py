@@ -2,9 +2,9 @@
 
 "auto" (the default) picks bfloat16 only where the hardware computes it natively, float32
 elsewhere (:func:`bf16_native`): on a CPU without AVX-512 BF16 or AMX, oneDNN emulates
-bfloat16 and the shipped Pong configs ran 2.3x and 4.1x slower than in float32 (issue #35,
-AMD EPYC with AVX2 only). The choice is made where a network is built, never stored: a run
-directory moved to another machine resolves again.
+bfloat16 and the shipped Pong configs ran several times slower than in float32
+(docs/results/pong.md, "The configs' ``--cnn_compute_dtype=auto``"). The choice is made where
+a network is built, never stored: a run directory moved to another machine resolves again.
 """
 
 from __future__ import annotations

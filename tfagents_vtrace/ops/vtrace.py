@@ -232,7 +232,8 @@ def _vtrace_fused_loop(log_rhos, discounts, rewards, values, bootstrap_value, cl
     materialised (the vectorized path makes about three times as many passes over memory).
     Only ``t`` and ``acc_{t+1} = v_{t+1} - V(x_{t+1})`` are carried: ``V(x_{t+1})`` is read
     again (the bootstrap value at ``t = T-1``) and ``v_{t+1} = V(x_{t+1}) + acc_{t+1}``, which
-    saves XLA the copies of extra loop-carried rows (about 15% at ``[100, 4096]``).
+    saves XLA the copies of extra loop-carried rows (the XLA column of
+    ``benchmarks/ops_bench.py`` times this path).
     """
     num_steps = tf.shape(values)[0]
     arrays = [

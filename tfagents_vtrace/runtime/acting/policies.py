@@ -4,13 +4,13 @@ IMPALA actors (Espeholt et al. 2018, https://arxiv.org/abs/1802.01561) run the c
 policy on many environments at once. Two implementations share one interface:
 
 * :class:`TFPolicy`: a private copy of the network and one compiled ``tf.function`` step
-  (any torso, LSTM core, continuous actions). Each call costs the ~100-200 us ``tf.function``
+  (any torso, LSTM core, continuous actions). Each call pays the ``tf.function`` call
   overhead, so all environments go through one call.
 * :class:`NumpyConvPolicy`: the same for feed-forward categorical policies on the valid-relu
   conv torsos (opt-in, ``policy_impl="numpy"``).
 * :class:`NumpyMLPPolicy`: for MLP categorical policies (optionally with the LSTM core and
-  previous action / reward inputs), the same forward pass in numpy: measured 40-130x
-  cheaper per call than the compiled TF step at CartPole sizes on this (loaded) machine. It
+  previous action / reward inputs), the same forward pass in numpy, much cheaper per call
+  than the compiled TF step at CartPole sizes (docs/results/implementation_choices.md). It
   reads the weights of the network's own layers; tests compare it with the TF network.
 
 Both take and return numpy arrays: ``step(obs [B, ...], first [B], prev_action [B(, A)],
@@ -198,8 +198,7 @@ class NumpyConvPolicy:
     "minatar_cnn"), float32 whatever ``cnn_compute_dtype`` the learner uses. Each conv is an
     im2col matmul over strided windows. Off TensorFlow, the actor's few-observation forward
     pass no longer queues behind the learner's ops in the process's TensorFlow thread pool
-    (on 2 cores the compiled TF step of the small Atari CNN took ~4-6 ms per call beside a
-    busy learner)."""
+    (docs/results/implementation_choices.md)."""
 
     TORSOS = ("nature_cnn", "small_atari_cnn", "minatar_cnn")
 
