@@ -13,7 +13,18 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-OPTIMIZERS = ("rmsprop", "adam")
+# Each optimizer's Keras class and, per constructor argument, the config field it comes from.
+_OPTIMIZER_ARGS = {
+    "rmsprop": (
+        keras.optimizers.RMSprop,
+        {"rho": "rmsprop_decay", "momentum": "rmsprop_momentum", "epsilon": "rmsprop_epsilon"},
+    ),
+    "adam": (
+        keras.optimizers.Adam,
+        {"beta_1": "adam_beta1", "beta_2": "adam_beta2", "epsilon": "adam_epsilon"},
+    ),
+}
+OPTIMIZERS = tuple(_OPTIMIZER_ARGS)
 LR_DECAYS = ("none", "linear")
 
 
@@ -30,39 +41,6 @@ def make_learning_rate(learning_rate: float, decay: str, decay_steps: int | None
     return keras.optimizers.schedules.PolynomialDecay(
         float(learning_rate), int(decay_steps), end_learning_rate=0.0, power=1.0
     )
-
-
-def make_optimizer(
-    name: str,
-    learning_rate,
-    *,
-    rmsprop_decay: float = 0.99,
-    rmsprop_momentum: float = 0.0,
-    rmsprop_epsilon: float = 0.1,
-    adam_beta1: float = 0.9,
-    adam_beta2: float = 0.999,
-    adam_epsilon: float = 1e-7,
-) -> keras.optimizers.Optimizer:
-    """A Keras optimizer without built-in clipping (the learners clip the global norm).
-
-    ``name`` is "rmsprop" (IMPALA's uncentred RMSProp) or "adam". ``learning_rate`` is a
-    float or a Keras schedule.
-    """
-    if name == "rmsprop":
-        return keras.optimizers.RMSprop(
-            learning_rate=learning_rate,
-            rho=rmsprop_decay,
-            momentum=rmsprop_momentum,
-            epsilon=rmsprop_epsilon,
-        )
-    if name == "adam":
-        return keras.optimizers.Adam(
-            learning_rate=learning_rate,
-            beta_1=adam_beta1,
-            beta_2=adam_beta2,
-            epsilon=adam_epsilon,
-        )
-    raise ValueError(f"optimizer: expected one of {OPTIMIZERS}, received {name!r}")
 
 
 def clip_and_check(
@@ -118,24 +96,22 @@ def apply_if_finite(
     }
 
 
-def optimizer_from_config(config, total_updates: int | None):
-    """The optimizer an agent config asks for (RMSProp or Adam) with its lr schedule.
+def optimizer_from_config(config, total_updates: int | None) -> keras.optimizers.Optimizer:
+    """The optimizer an agent config asks for, with its lr schedule and without built-in
+    clipping (the learners clip the global norm).
 
-    ``config`` has the fields ``learning_rate``, ``lr_decay``, ``optimizer``,
-    ``rmsprop_decay``, ``rmsprop_momentum``, ``rmsprop_epsilon``, ``adam_beta1``,
-    ``adam_beta2`` and ``adam_epsilon`` (ImpalaConfig, A2CConfig and A3CConfig do).
+    ``config.optimizer`` is "rmsprop" (IMPALA's uncentred RMSProp: ``rmsprop_decay``,
+    ``rmsprop_momentum``, ``rmsprop_epsilon``) or "adam" (``adam_beta1``, ``adam_beta2``,
+    ``adam_epsilon``), all fields of
+    :class:`~tfagents_vtrace.agents.learner_config.LearnerConfig` with ``learning_rate`` and
+    ``lr_decay``.
     """
     lr = make_learning_rate(config.learning_rate, config.lr_decay, total_updates)
-    return make_optimizer(
-        config.optimizer,
-        lr,
-        rmsprop_decay=config.rmsprop_decay,
-        rmsprop_momentum=config.rmsprop_momentum,
-        rmsprop_epsilon=config.rmsprop_epsilon,
-        adam_beta1=config.adam_beta1,
-        adam_beta2=config.adam_beta2,
-        adam_epsilon=config.adam_epsilon,
-    )
+    if config.optimizer not in _OPTIMIZER_ARGS:
+        raise ValueError(f"optimizer: expected one of {OPTIMIZERS}, received {config.optimizer!r}")
+    optimizer_class, fields = _OPTIMIZER_ARGS[config.optimizer]
+    kwargs = {arg: getattr(config, field) for arg, field in fields.items()}
+    return optimizer_class(learning_rate=lr, **kwargs)
 
 
 def entropy_coefficient(
