@@ -144,39 +144,53 @@ class TwoArmedBanditEnv(Env):
         return np.zeros(1, np.float32), reward, terminated, False, self._info(regret)
 
 
-class TwoArmedBanditVectorEnv(VectorEnv):
-    """``num_envs`` two-armed bandits stepped with numpy, NEXT_STEP autoreset.
+class BanditVectorEnv(VectorEnv):
+    """``num_envs`` bandit episodes of ``num_trials`` pulls stepped together with numpy,
+    NEXT_STEP autoreset: the bookkeeping the two-armed and the structured bandit share.
 
-    Observations ``[B, 1]`` zeros; rewards ``[B]`` float32. ``info`` arrays ``[B]``:
-    ``expected_regret``, ``cumulative_regret``, ``trial`` and ``probs`` ``[B, 2]`` (masks
-    ``_<key>`` all True); at a reset step (the step after an episode ended) the sub-env
-    ignores its action, draws a new problem and reports reward 0, regrets 0, trial 0.
-    ``reset(options={"probs": p})`` with ``p`` of shape ``[2]`` or ``[B, 2]`` fixes the arms
-    of the episodes it starts; episodes started by autoreset draw new arms from ``task``.
+    Each sub-environment hides a problem, the row of the ``[B, ...]`` attribute named by the
+    subclass's ``PROBLEM``, drawn at the start of each of its episodes by :meth:`_draw`
+    (``reset(options={PROBLEM: value})`` fixes the problems it starts, :meth:`_given`).
+    Observations ``[B, 1]`` zeros; ``info`` arrays ``[B]``: ``expected_regret``,
+    ``cumulative_regret``, ``trial`` and the problems (masks ``_<key>`` all True). At a reset
+    step (the step after an episode ended) the sub-environment ignores its action, draws a new
+    problem and reports reward 0, regrets 0, trial 0.
     """
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    PROBLEM = ""
 
-    def __init__(self, num_envs: int = 1, task: str = "independent", num_trials: int = 100):
-        _check_common(task, num_trials)
+    def __init__(self, num_envs: int, num_trials: int, num_arms: int, problems: np.ndarray):
         self.num_envs = num_envs
-        self.task = task
         self.num_trials = num_trials
-        self.single_observation_space = _OBS_SPACE
-        self.single_action_space = spaces.Discrete(2)
+        self.single_observation_space = spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+        self.single_action_space = spaces.Discrete(num_arms)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self.probs = np.full((num_envs, 2), 0.5)
+        setattr(self, self.PROBLEM, problems)
         self.trial = np.zeros(num_envs, np.int64)
         self.cumulative = np.zeros(num_envs, np.float64)
         self.prev_done = np.zeros(num_envs, bool)
+
+    def _draw(self, n: int) -> np.ndarray:
+        """``n`` new problems from the environments' generator."""
+        raise NotImplementedError
+
+    def _given(self, value: Any) -> np.ndarray:
+        """The ``[B, ...]`` problems of ``options[PROBLEM]``, validated."""
+        raise NotImplementedError
+
+    def _pull(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Validates the values of ``actions [B]``; returns ``(reward [B] float32,
+        expected regret [B] float64)``."""
+        raise NotImplementedError
 
     def _info(self, expected_regret: np.ndarray) -> dict[str, Any]:
         info = {
             "expected_regret": expected_regret,
             "cumulative_regret": self.cumulative.copy(),
             "trial": self.trial.copy(),
-            "probs": self.probs.copy(),
+            self.PROBLEM: getattr(self, self.PROBLEM).copy(),
         }
         ones = np.ones(self.num_envs, bool)
         info.update({"_" + k: ones for k in list(info)})
@@ -187,38 +201,29 @@ class TwoArmedBanditVectorEnv(VectorEnv):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Starts a new episode in every sub-environment."""
         super().reset(seed=seed)
-        if options is not None and "probs" in options:
-            p = _check_probs(options["probs"], self.num_envs)
-            self.probs = np.broadcast_to(p, (self.num_envs, 2)).copy()
+        if options is not None and self.PROBLEM in options:
+            setattr(self, self.PROBLEM, self._given(options[self.PROBLEM]))
         else:
-            self.probs = sample_probs(self.task, self.np_random, self.num_envs)
+            setattr(self, self.PROBLEM, self._draw(self.num_envs))
         self.trial[:] = 0
         self.cumulative[:] = 0.0
         self.prev_done[:] = False
-        obs = np.zeros((self.num_envs, 1), np.float32)
-        return obs, self._info(np.zeros(self.num_envs))
+        return np.zeros((self.num_envs, 1), np.float32), self._info(np.zeros(self.num_envs))
 
     def step(
         self, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Pulls ``actions`` ``[B]`` (ints in {0, 1}) in every sub-environment."""
+        """Pulls ``actions [B]`` in every sub-environment."""
         a = np.asarray(actions)
         if a.shape != (self.num_envs,):
             raise ValueError(f"actions: expected shape ({self.num_envs},), received {a.shape}")
-        if not np.all((a == 0) | (a == 1)):
-            raise ValueError(f"actions: expected values in {{0, 1}}, received {a.tolist()}")
-        a = a.astype(np.int64)
-        rows = np.arange(self.num_envs)
-        p_a = self.probs[rows, a]
-        reward = (self.np_random.random(self.num_envs) < p_a).astype(np.float32)
-        regret = self.probs.max(axis=1) - p_a
+        reward, regret = self._pull(a)
         self.trial += 1
         self.cumulative += regret
         terminated = self.trial >= self.num_trials
-        # Sub-envs whose episode ended at the previous step start a new one instead.
-        reset = self.prev_done
+        reset = self.prev_done  # these sub-envs start a new episode instead
         if reset.any():
-            self.probs[reset] = sample_probs(self.task, self.np_random, int(reset.sum()))
+            getattr(self, self.PROBLEM)[reset] = self._draw(int(reset.sum()))
             self.trial[reset] = 0
             self.cumulative[reset] = 0.0
             reward[reset] = 0.0
@@ -226,5 +231,34 @@ class TwoArmedBanditVectorEnv(VectorEnv):
             terminated[reset] = False
         self.prev_done = terminated.copy()
         obs = np.zeros((self.num_envs, 1), np.float32)
-        truncated = np.zeros(self.num_envs, bool)
-        return obs, reward, terminated, truncated, self._info(regret)
+        return obs, reward, terminated, np.zeros(self.num_envs, bool), self._info(regret)
+
+
+class TwoArmedBanditVectorEnv(BanditVectorEnv):
+    """``num_envs`` two-armed bandits (:class:`BanditVectorEnv`), problems ``probs``
+    ``[B, 2]``: ``reset(options={"probs": p})`` with ``p`` of shape ``[2]`` or ``[B, 2]``
+    fixes the arms of the episodes it starts; episodes started by autoreset draw new arms
+    from ``task``.
+    """
+
+    PROBLEM = "probs"
+
+    def __init__(self, num_envs: int = 1, task: str = "independent", num_trials: int = 100):
+        _check_common(task, num_trials)
+        self.task = task
+        super().__init__(num_envs, num_trials, 2, np.full((num_envs, 2), 0.5))
+
+    def _draw(self, n: int) -> np.ndarray:
+        return sample_probs(self.task, self.np_random, n)
+
+    def _given(self, value: Any) -> np.ndarray:
+        p = _check_probs(value, self.num_envs)
+        return np.broadcast_to(p, (self.num_envs, 2)).copy()
+
+    def _pull(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Arms in {0, 1}; reward ~ Bernoulli(probs[arm])."""
+        if not np.all((a == 0) | (a == 1)):
+            raise ValueError(f"actions: expected values in {{0, 1}}, received {a.tolist()}")
+        p_a = self.probs[np.arange(self.num_envs), a.astype(np.int64)]
+        reward = (self.np_random.random(self.num_envs) < p_a).astype(np.float32)
+        return reward, self.probs.max(axis=1) - p_a

@@ -18,15 +18,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium import Env, spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
+from gymnasium import Env
+
+from tfagents_vtrace.envs.bandits import BanditVectorEnv
 
 
-class StructuredBanditVectorEnv(VectorEnv):
-    """``num_envs`` eleven-armed structured bandits, numpy-stepped, NEXT_STEP autoreset."""
+class StructuredBanditVectorEnv(BanditVectorEnv):
+    """``num_envs`` eleven-armed structured bandits (:class:`BanditVectorEnv`), problems
+    ``target`` ``[B]``: ``reset(options={"target": k})`` (an int or ``[B]`` ints) fixes them."""
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    PROBLEM = "target"
 
     def __init__(
         self,
@@ -41,20 +42,11 @@ class StructuredBanditVectorEnv(VectorEnv):
             raise ValueError(f"num_targets: expected >= 2, received {num_targets}")
         if num_trials < 1:
             raise ValueError(f"num_trials: expected >= 1, received {num_trials}")
-        self.num_envs = num_envs
         self.num_targets = num_targets
-        self.num_trials = num_trials
         self.target_reward = float(target_reward)
         self.other_reward = float(other_reward)
         self.info_scale = float(info_scale)
-        self.single_observation_space = spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
-        self.single_action_space = spaces.Discrete(num_targets + 1)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
-        self.target = np.zeros(num_envs, np.int64)
-        self.trial = np.zeros(num_envs, np.int64)
-        self.cumulative = np.zeros(num_envs)
-        self.prev_done = np.zeros(num_envs, bool)
+        super().__init__(num_envs, num_trials, num_targets + 1, np.zeros(num_envs, np.int64))
 
     def payoff(self, actions: np.ndarray) -> np.ndarray:
         """Deterministic payoff ``[B]`` of ``actions [B]`` given the current targets."""
@@ -63,63 +55,24 @@ class StructuredBanditVectorEnv(VectorEnv):
         pay = np.where(hit, self.target_reward, self.other_reward)
         return np.where(info_arm, self.info_scale * (self.target + 1), pay)
 
-    def _info(self, regret: np.ndarray) -> dict[str, Any]:
-        info = {
-            "expected_regret": regret,
-            "cumulative_regret": self.cumulative.copy(),
-            "trial": self.trial.copy(),
-            "target": self.target.copy(),
-        }
-        ones = np.ones(self.num_envs, bool)
-        info.update({"_" + k: ones for k in list(info)})
-        return info
+    def _draw(self, n: int) -> np.ndarray:
+        return self.np_random.integers(0, self.num_targets, n)
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """New targets (``options["target"]``: an int or ``[B]`` ints fixes them)."""
-        super().reset(seed=seed)
-        if options is not None and "target" in options:
-            target = np.broadcast_to(np.asarray(options["target"], np.int64), (self.num_envs,))
-            if np.any((target < 0) | (target >= self.num_targets)):
-                raise ValueError(
-                    f"options['target']: expected ints in [0, {self.num_targets}), "
-                    f"received {target.tolist()}"
-                )
-            self.target = target.copy()
-        else:
-            self.target = self.np_random.integers(0, self.num_targets, self.num_envs)
-        self.trial[:] = 0
-        self.cumulative[:] = 0.0
-        self.prev_done[:] = False
-        return np.zeros((self.num_envs, 1), np.float32), self._info(np.zeros(self.num_envs))
+    def _given(self, value: Any) -> np.ndarray:
+        target = np.broadcast_to(np.asarray(value, np.int64), (self.num_envs,))
+        if np.any((target < 0) | (target >= self.num_targets)):
+            raise ValueError(
+                f"options['target']: expected ints in [0, {self.num_targets}), "
+                f"received {target.tolist()}"
+            )
+        return target.copy()
 
-    def step(
-        self, actions: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Pulls ``actions [B]`` (ints in ``[0, num_targets]``)."""
-        a = np.asarray(actions)
-        if a.shape != (self.num_envs,):
-            raise ValueError(f"actions: expected shape ({self.num_envs},), received {a.shape}")
+    def _pull(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Arms in ``[0, num_targets]``; the deterministic :meth:`payoff`."""
         if np.any((a < 0) | (a > self.num_targets)):
             raise ValueError(f"actions: expected ints in [0, {self.num_targets}], got {a.tolist()}")
-        a = a.astype(np.int64)
-        reward = self.payoff(a).astype(np.float32)
-        regret = self.target_reward - reward.astype(np.float64)
-        self.trial += 1
-        self.cumulative += regret
-        terminated = self.trial >= self.num_trials
-        reset = self.prev_done  # these sub-envs start a new episode instead
-        if reset.any():
-            self.target[reset] = self.np_random.integers(0, self.num_targets, int(reset.sum()))
-            self.trial[reset] = 0
-            self.cumulative[reset] = 0.0
-            reward[reset] = 0.0
-            regret[reset] = 0.0
-            terminated[reset] = False
-        self.prev_done = terminated.copy()
-        obs = np.zeros((self.num_envs, 1), np.float32)
-        return obs, reward, terminated, np.zeros(self.num_envs, bool), self._info(regret)
+        reward = self.payoff(a.astype(np.int64)).astype(np.float32)
+        return reward, self.target_reward - reward.astype(np.float64)
 
 
 class StructuredBanditEnv(Env):
