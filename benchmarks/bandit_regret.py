@@ -10,7 +10,7 @@ regret ``sum_t max(p1, p2) - p_{a_t}`` after ``num_trials`` pulls, averaged over
 never trained on, against UCB1, Thompson sampling, greedy and random play. The held-out
 bandits are drawn with ``tfagents_vtrace.envs.EVAL_SEED`` (never a training seed) and every
 agent meets the same problems and the same reward generator seed. ``--policy`` evaluates an
-exported SavedModel (DESIGN.md export contract; it sees the constant observation and is fed
+exported SavedModel (docs/guide/export.md; it sees the constant observation and is fed
 its previous action / reward, ``first`` at the first pull); it samples its actions unless
 ``--policy_greedy``. Prints the machine (``benchmarks/machine.py``), a markdown table (mean ±
 standard error after the last pull) and one JSON line, and writes a PNG of mean cumulative

@@ -7,7 +7,7 @@
 
 Time-to-solve is the wall time from process start (imports included) to the first greedy
 evaluation (20 episodes, every 5,000 environment steps) whose mean return reaches 475, the
-criterion of PLATFORM.md's peer table. Every run is its own subprocess and the systems take
+criterion of docs/results/cartpole.md. Every run is its own subprocess and the systems take
 turns seed by seed (ours, then SB3, then the next seed), so load on the shared machine hits
 both alike. Our agents run ``python -m experiments.train --agent=NAME
 --flagfile=experiments/configs/NAME_cartpole.cfg`` and are read from their metrics.jsonl;

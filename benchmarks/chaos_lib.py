@@ -3,11 +3,11 @@ same command again until it exits 0, then check what the run directory holds.
 
 Shared by ``tests/runtime/test_chaos.py`` (a few kills per agent, tiny step budgets) and
 ``benchmarks/chaos_resume.py`` (50+ kills per agent; IMPALA with the full
-``impala_cartpole.cfg`` budget, so it must also solve CartPole). DESIGN.md "Experiments
-contract" is what is checked: the same command resumes from the newest intact checkpoint, a
-start killed before its step-0 checkpoint restarts, ``metrics.jsonl`` holds one strict-JSON
-row per step, the run ends with ``final.json`` and an exported policy, and nothing temporary
-is left behind.
+``impala_cartpole.cfg`` budget, so it must also solve CartPole). The run directory's rules
+(docs/design.md, "The run directory") are what is checked: the same command resumes from the
+newest intact checkpoint, a start killed before its step-0 checkpoint restarts,
+``metrics.jsonl`` holds one strict-JSON row per step, the run ends with ``final.json`` and an
+exported policy, and nothing temporary is left behind.
 
 Where a kill lands is drawn from a seeded ``random.Random`` per agent: a *plan* names an
 anchor that the parent sees from outside the child (its spawn, its pid in ``DIR/.lock``, its
@@ -275,7 +275,7 @@ class _Watcher:
         )
 
     def _exporting(self) -> bool:
-        """This child's ``policy.tmp-<pid>-*`` (``export_target.write_atomically``)."""
+        """This child's ``policy.tmp-<pid>-*`` (``export.target.write_atomically``)."""
         try:
             return any(n.startswith(f"policy.tmp-{self.pid}-") for n in os.listdir(self.logdir))
         except OSError:

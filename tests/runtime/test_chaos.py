@@ -1,4 +1,4 @@
-"""Runs under fire (DESIGN.md "Experiments contract": resume).
+"""Runs under fire (docs/design.md, "The run directory": resume).
 
 ``python -m experiments.train`` is SIGKILLed at random moments (start-up, setup, training,
 checkpoint and replay-archive writes, the final evaluation, the export) and run again until

@@ -11,7 +11,7 @@ row; the line is thinner where fewer than all of a group's runs cover it. ``--la
 (one per ``--logdir``) names the curves instead, and groups runs by label: every run
 found under one ``--logdir`` goes into its label's curve.
 
-Reads ``metrics.jsonl`` (DESIGN.md "Experiments contract": rows with ``step``,
+Reads ``metrics.jsonl`` (docs/design.md, "The run directory": rows with ``step``,
 ``wall_time`` and ``episode_return``; rows written by the greedy evaluation carry
 ``eval_return``) and writes one PNG with two panels, return against environment steps and
 against wall-clock seconds since process start: the training return as a solid line, the

@@ -1,4 +1,4 @@
-"""Actor-critic networks: torsos, LSTM core, heads and the composed model (see DESIGN.md).
+"""Actor-critic networks: torsos, LSTM core, heads and the composed model.
 
 Choose a network by name with :class:`NetworkConfig` and build it with :func:`make_network`::
 

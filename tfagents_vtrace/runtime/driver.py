@@ -1,4 +1,4 @@
-"""The run driver: one run lifecycle for every agent (DESIGN.md "The run driver").
+"""The run driver: one run lifecycle for every agent (docs/design.md, "The run agent").
 
 As Acme's environment loop (``acme/environment_loop.py``) drives any agent with an injected
 counter, logger and checkpointer, :class:`Driver` owns a run's life and the agent only

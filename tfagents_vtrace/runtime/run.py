@@ -1,5 +1,5 @@
 """A whole training run as a user starts it, from Python or the command line: the lifecycle
-around the run driver (DESIGN.md "Experiments contract").
+around the run driver (docs/design.md, "The run directory").
 
 :func:`run` takes the run directory's lock (a second trainer on the same directory is refused,
 :mod:`~tfagents_vtrace.runtime.rundir.run_lock`), checks the directory (a foreign one is refused, a
@@ -10,7 +10,7 @@ into a stop request for the duration (the driver then checkpoints and raises
 once), trains through the driver (resume, evaluation, export, ``final.json``) and releases the
 lock. A start that fails leaves nothing behind in a new directory.
 
-``experiments.train`` is a shell over it that maps its exceptions to exit codes.
+``tfv-train`` is a shell over it that maps its exceptions to exit codes.
 """
 
 from __future__ import annotations

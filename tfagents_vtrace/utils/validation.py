@@ -1,7 +1,7 @@
 """The checks every config dataclass runs in ``__post_init__`` (one module, no TensorFlow).
 
 Each raises ``ValueError("NAME: expected ..., received VALUE")``: NAME is the config field,
-which is also the ``experiments.train`` flag of the same name, so the message tells a user
+which is also the ``tfv-train`` flag of the same name, so the message tells a user
 which flag to change and to what.
 """
 

@@ -2,7 +2,7 @@
 al. 2015, https://arxiv.org/abs/1506.02438; meta-RL settings: Wang et al. 2016,
 https://arxiv.org/abs/1611.05763).
 
-Field names equal the ``experiments.train`` flag names they come from, so the launcher can
+Field names equal the ``tfv-train`` flag names they come from, so the launcher can
 fill the dataclass from same-named flags. The defaults learn small tasks with no tuning
 (Adam at 1e-3, GAE lambda 0.95 with TD(lambda) value targets, per-step mean losses, as
 OpenAI Baselines' A2C); the A3C meta-RL fork's loss (n-step targets, summed losses) is the

@@ -1,7 +1,7 @@
 """A3C hyperparameters: the A2C loss settings plus the asynchronous workers (Mnih et al.
 2016, https://arxiv.org/abs/1602.01783).
 
-Field names equal the ``experiments.train`` flag names (``--num_workers``, ``--t_max`` and
+Field names equal the ``tfv-train`` flag names (``--num_workers``, ``--t_max`` and
 the A2C ones), so the launcher can fill the dataclass from same-named flags. The defaults
 learn small tasks with no tuning: A2C's, with one optimizer shared by the workers and
 5-step rollouts; the A3C meta-RL fork's settings (per-worker Adam statistics, n-step targets,

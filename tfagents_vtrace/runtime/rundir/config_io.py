@@ -162,7 +162,7 @@ def read_env_id(config: dict, logdir: str) -> str:
 
 def last_json_line(text: str) -> dict:
     """The last line of ``text`` that parses as a JSON object (``{}`` if none): the final
-    row that ``experiments.train`` prints."""
+    row that ``tfv-train`` prints."""
     for line in reversed(text.strip().splitlines()):
         if line.startswith("{"):
             try:

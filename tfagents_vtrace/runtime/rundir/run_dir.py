@@ -1,6 +1,6 @@
 """The run directory's rules: may a run start in a directory, and has the run there ended.
 
-Layout (DESIGN.md "Experiments contract")::
+Layout (docs/design.md, "The run directory")::
 
     DIR/config.json        agent + network + run config and env id (rebuilds the network)
     DIR/metrics.jsonl      one JSON object per log interval / evaluation (strict JSON:
@@ -157,7 +157,7 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
     kept, and any of those names in a directory that is not a run's is refused. In a
     multi-worker cluster only the chief calls it (the others write elsewhere, and would see
     the chief's new files). The run lock's file (``.lock``, :mod:`~tfagents_vtrace.runtime.
-    run_lock`, taken by ``experiments.train`` before this call) is not counted as a file.
+    run_lock`, taken by ``tfv-train`` before this call) is not counted as a file.
 
     Raises:
       ValueError: naming ``logdir``, when it holds files but no checkpoint, or a checkpointed

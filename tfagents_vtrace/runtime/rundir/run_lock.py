@@ -1,7 +1,7 @@
 """An exclusive lock on a run directory, held by its trainer for the process's lifetime.
 
 Two trainers in one ``--logdir`` would truncate each other's metrics and event files and
-overwrite each other's checkpoints, so ``experiments.train`` takes :class:`RunLock` before it
+overwrite each other's checkpoints, so ``tfv-train`` takes :class:`RunLock` before it
 checks or writes anything in the directory (in a multi-worker cluster only the chief, which
 is the only process writing there). The lock is ``fcntl.flock`` on ``DIR/.lock``, taken
 without waiting; the file holds the holder's pid, which a refused trainer names. The kernel
