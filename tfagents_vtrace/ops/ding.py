@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import math
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -173,16 +174,73 @@ def shape_fn_vtrace_discrete_action(args, kwargs) -> tf.TensorShape:
     return shape
 
 
-def vtrace_error_discrete_action(
-    data: vtrace_data,
-    gamma: float = 0.99,
-    lambda_: float = 0.95,
-    rho_clip_ratio: float = 1.0,
-    c_clip_ratio: float = 1.0,
-    rho_pg_clip_ratio: float = 1.0,
-) -> vtrace_loss:
+def _vtrace_error(policy_terms: Callable) -> Callable[..., vtrace_loss]:
+    """DI-engine's error function for one kind of policy, named and documented as
+    ``policy_terms``.
+
+    ``policy_terms(target_output, behaviour_output, action)`` validates the kind's policy
+    outputs and returns the target and behaviour log-probabilities of the actions and the
+    target policy's entropy, ``[T, B]`` each; what follows is the same for every kind: the
+    V-trace targets and advantages computed without gradient, then the weighted means.
+    """
+
+    def error(
+        data: vtrace_data,
+        gamma: float = 0.99,
+        lambda_: float = 0.95,
+        rho_clip_ratio: float = 1.0,
+        c_clip_ratio: float = 1.0,
+        rho_pg_clip_ratio: float = 1.0,
+    ) -> vtrace_loss:
+        target, behaviour, action, value, reward, weight = data
+        target_log_prob, behaviour_log_prob, entropy = policy_terms(target, behaviour, action)
+        reward = _validate.rewards_to_float("reward", reward, target_log_prob.dtype)
+        _validate.check_shape("reward", reward, target_log_prob.shape, ref="action[:2]")
+        reward, value = _check_trace("value", reward=reward, value=value)
+        if weight is None:
+            weight = tf.ones_like(reward)
+        else:
+            weight = tf.convert_to_tensor(weight)
+            if not weight.dtype.is_floating:  # a 0/1 or boolean mask
+                weight = tf.cast(weight, reward.dtype)
+            _validate.check_same_shape("weight", weight, "reward", reward)
+            weight = tf.stop_gradient(tf.cast(weight, reward.dtype))
+        rhos = tf.exp(tf.stop_gradient(target_log_prob - behaviour_log_prob))
+        stopped_value = tf.stop_gradient(value)
+        return_ = vtrace_nstep_return(
+            tf.minimum(rho_clip_ratio, rhos),
+            tf.minimum(c_clip_ratio, rhos),
+            tf.stop_gradient(reward),
+            stopped_value,
+            gamma,
+            lambda_,
+        )
+        return_t_plus_1 = tf.concat([return_[1:], stopped_value[-1:]], axis=0)
+        advantage = vtrace_advantage(
+            tf.minimum(rho_pg_clip_ratio, rhos),
+            tf.stop_gradient(reward),
+            return_t_plus_1,
+            stopped_value[:-1],
+            gamma,
+        )
+        return_, advantage = tf.stop_gradient(return_), tf.stop_gradient(advantage)
+        return vtrace_loss(
+            policy_loss=-tf.reduce_mean(target_log_prob * advantage * weight),
+            value_loss=tf.reduce_mean(tf.square(value[:-1] - return_) * weight),
+            entropy_loss=tf.reduce_mean(entropy * weight),
+        )
+
+    error.__name__ = error.__qualname__ = policy_terms.__name__
+    error.__doc__ = policy_terms.__doc__
+    return error
+
+
+@_vtrace_error
+def vtrace_error_discrete_action(target, behaviour, action):
     """V-trace losses for a softmax policy (``target_output`` are logits [T, B, N]).
 
+    Called as ``vtrace_error_discrete_action(data, gamma=0.99, lambda_=0.95,
+    rho_clip_ratio=1.0, c_clip_ratio=1.0, rho_pg_clip_ratio=1.0)``, ``data`` a `vtrace_data`.
     rho_t = pi(a_t) / mu(a_t) from the two Categorical(logits=...) policies; the targets
     ``v_s`` and the advantages are computed without gradient. Gradients reach
     ``target_output`` (policy and entropy losses) and ``value[:-1]`` (value loss) only;
@@ -191,7 +249,6 @@ def vtrace_error_discrete_action(
     Returns:
       `vtrace_loss` of scalars, see its docstring.
     """
-    target, behaviour, action, value, reward, weight = data
     target = _validate.to_float("target_output", target)
     behaviour = _validate.to_float("behaviour_output", behaviour)
     _validate.check_rank("target_output", target, 3)
@@ -202,41 +259,22 @@ def vtrace_error_discrete_action(
     behaviour_log_prob = vtrace.log_probs_from_logits_and_actions(behaviour, action)
     log_softmax = tf.nn.log_softmax(target)
     entropy = -tf.reduce_sum(tf.exp(log_softmax) * log_softmax, axis=-1)
-    return _losses(
-        target_log_prob,
-        behaviour_log_prob,
-        entropy,
-        value,
-        reward,
-        weight,
-        gamma,
-        lambda_,
-        rho_clip_ratio,
-        c_clip_ratio,
-        rho_pg_clip_ratio,
-    )
+    return target_log_prob, behaviour_log_prob, entropy
 
 
-def vtrace_error_continuous_action(
-    data: vtrace_data,
-    gamma: float = 0.99,
-    lambda_: float = 0.95,
-    rho_clip_ratio: float = 1.0,
-    c_clip_ratio: float = 1.0,
-    rho_pg_clip_ratio: float = 1.0,
-) -> vtrace_loss:
+@_vtrace_error
+def vtrace_error_continuous_action(target, behaviour, action):
     """V-trace losses for a diagonal Gaussian policy.
 
-    ``target_output`` / ``behaviour_output`` are dicts {'mu', 'sigma'} of [T, B, N] tensors
-    (``sigma`` is the standard deviation), ``action`` is [T, B, N]. Log-probabilities and
-    entropies are those of Independent(Normal(mu, sigma), 1): summed over the N action dims.
-    Gradients reach ``target_output['mu']``, ``target_output['sigma']`` and ``value[:-1]``
-    only.
+    Called with the arguments of `vtrace_error_discrete_action`. ``target_output`` /
+    ``behaviour_output`` are dicts {'mu', 'sigma'} of [T, B, N] tensors (``sigma`` is the
+    standard deviation), ``action`` is [T, B, N]. Log-probabilities and entropies are those
+    of Independent(Normal(mu, sigma), 1): summed over the N action dims. Gradients reach
+    ``target_output['mu']``, ``target_output['sigma']`` and ``value[:-1]`` only.
 
     Returns:
       `vtrace_loss` of scalars, see its docstring.
     """
-    target, behaviour, action, value, reward, weight = data
     params = {}
     for name, output in (("target_output", target), ("behaviour_output", behaviour)):
         if not isinstance(output, dict) or set(output) != {"mu", "sigma"}:
@@ -261,19 +299,7 @@ def vtrace_error_continuous_action(
 
     sigma = params["target_output", "sigma"]
     entropy = tf.reduce_sum(0.5 + 0.5 * _LOG_2PI + tf.math.log(sigma), axis=-1)
-    return _losses(
-        log_prob("target_output"),
-        log_prob("behaviour_output"),
-        entropy,
-        value,
-        reward,
-        weight,
-        gamma,
-        lambda_,
-        rho_clip_ratio,
-        c_clip_ratio,
-        rho_pg_clip_ratio,
-    )
+    return log_prob("target_output"), log_prob("behaviour_output"), entropy
 
 
 def _check_trace(values_name: str | None, **tensors) -> list[tf.Tensor]:
@@ -297,54 +323,3 @@ def _check_trace(values_name: str | None, **tensors) -> list[tf.Tensor]:
         else:
             _validate.check_same_shape(name, t, ref_name, ref)
     return list(out.values())
-
-
-def _losses(
-    target_log_prob,
-    behaviour_log_prob,
-    entropy,
-    value,
-    reward,
-    weight,
-    gamma,
-    lambda_,
-    rho_clip_ratio,
-    c_clip_ratio,
-    rho_pg_clip_ratio,
-) -> vtrace_loss:
-    """Shared tail of the two error functions: targets without gradient, weighted means."""
-    reward = _validate.rewards_to_float("reward", reward, target_log_prob.dtype)
-    _validate.check_shape("reward", reward, target_log_prob.shape, ref="action[:2]")
-    reward, value = _check_trace("value", reward=reward, value=value)
-    if weight is None:
-        weight = tf.ones_like(reward)
-    else:
-        weight = tf.convert_to_tensor(weight)
-        if not weight.dtype.is_floating:  # a 0/1 or boolean mask
-            weight = tf.cast(weight, reward.dtype)
-        _validate.check_same_shape("weight", weight, "reward", reward)
-        weight = tf.stop_gradient(tf.cast(weight, reward.dtype))
-    rhos = tf.exp(tf.stop_gradient(target_log_prob - behaviour_log_prob))
-    stopped_value = tf.stop_gradient(value)
-    return_ = vtrace_nstep_return(
-        tf.minimum(rho_clip_ratio, rhos),
-        tf.minimum(c_clip_ratio, rhos),
-        tf.stop_gradient(reward),
-        stopped_value,
-        gamma,
-        lambda_,
-    )
-    return_t_plus_1 = tf.concat([return_[1:], stopped_value[-1:]], axis=0)
-    advantage = vtrace_advantage(
-        tf.minimum(rho_pg_clip_ratio, rhos),
-        tf.stop_gradient(reward),
-        return_t_plus_1,
-        stopped_value[:-1],
-        gamma,
-    )
-    return_, advantage = tf.stop_gradient(return_), tf.stop_gradient(advantage)
-    return vtrace_loss(
-        policy_loss=-tf.reduce_mean(target_log_prob * advantage * weight),
-        value_loss=tf.reduce_mean(tf.square(value[:-1] - return_) * weight),
-        entropy_loss=tf.reduce_mean(entropy * weight),
-    )
