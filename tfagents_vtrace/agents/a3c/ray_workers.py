@@ -44,35 +44,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfagents_vtrace.runtime.acting.ray_backend import (
-    HostProcess,
-    RayWorkerPool,
-    host_env_factory,
-    load_weights,
-)
+from tfagents_vtrace.runtime.acting.ray_backend import NetworkHost, RayWorkerPool, host_env_factory
 
 
-class WorkerHost(HostProcess):
-    """The body of one A3C worker process (module docstring).
+class WorkerHost(NetworkHost):
+    """The body of one A3C worker process (module docstring); arguments as
+    :class:`~tfagents_vtrace.runtime.acting.ray_backend.NetworkHost`'s (``config``: the run's
+    ``A3CConfig``)."""
 
-    Args:
-      spec: the worker's ``ActorSpec`` (``unroll_length`` = t_max).
-      config: the run's ``A3CConfig`` (the loss settings).
-      worker_id: seeds the environments and action sampling, identifies the worker.
-      env_factory: optional picklable ``seed -> VectorEnv``.
-      env_restarts: restart count to continue from (a replaced worker keeps its count).
-      tf_threads: TensorFlow intra/inter-op threads in this process.
-    """
-
-    def __init__(self, spec, config, worker_id: int, env_factory=None, env_restarts: int = 0,
-                 tf_threads: int = 1):  # fmt: skip
-        super().__init__(tf_threads)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         from tfagents_vtrace.agents import batching
-        from tfagents_vtrace.runtime.acting.actor import Actor, build_network
 
-        self.config = config
-        self.network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
-        self.actor = Actor(spec, worker_id, self.network, env_factory, int(env_restarts))
         self._grads = batching.BatchFunction(self._grads_fn)
 
     def _grads_fn(self, batch: dict, entropy_coef):
@@ -87,9 +70,7 @@ class WorkerHost(HostProcess):
         raised (it was recreated, the rollout dropped)."""
         import tensorflow as tf
 
-        weights = load_weights(self.actor, version, weights_ref)
-        if weights is not None and getattr(self.actor.policy, "network", None) is not self.network:
-            self.network.set_weights(weights)  # a numpy policy acts: the gradients' copy
+        self.load(version, weights_ref)
         item = self.actor.unroll()
         if item is None:
             return None
@@ -140,10 +121,10 @@ class RayWorkers(RayWorkerPool):
         """The weights version: the shared optimizer's update count (``_weights``' store)."""
         return self.learner.shared.updates
 
-    def get(self) -> tuple[int, list]:
-        """``(version, weights)`` of the global network, read together."""
+    def get(self) -> tuple[int, tuple[list]]:
+        """``(version, (weights,))`` of the global network, read together."""
         shared = self.learner.shared
-        return shared.read(lambda: (shared.updates, self.learner.network.get_weights()))
+        return shared.read(lambda: (shared.updates, (self.learner.network.get_weights(),)))
 
     def call(self, worker_id: int):
         version, ref = self._weights(self)

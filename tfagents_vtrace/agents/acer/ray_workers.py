@@ -43,51 +43,25 @@ included).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from tfagents_vtrace.runtime.acting.ray_backend import HostProcess, RayWorkerPool, host_env_factory
+from tfagents_vtrace.runtime.acting.ray_backend import AgentWorkerPool, NetworkHost
 from tfagents_vtrace.runtime.config import STREAM_SEED_STRIDE
 
 
-class AcerWorkerHost(HostProcess):
-    """The body of one ACER worker process (module docstring).
+class AcerWorkerHost(NetworkHost):
+    """The body of one ACER worker process (module docstring): its network and the average
+    network the trust region reads; arguments as
+    :class:`~tfagents_vtrace.runtime.acting.ray_backend.NetworkHost`'s (``config``: the
+    run's ``AcerConfig``)."""
 
-    Args:
-      spec: the worker's ``ActorSpec`` (``unroll_length`` = t_max).
-      config: the run's ``AcerConfig``.
-      worker_id: identifies the worker (its actor id).
-      env_factory: optional picklable ``seed -> VectorEnv``.
-      env_restarts: restart count to continue from (a replaced worker keeps its count).
-      tf_threads: TensorFlow intra/inter-op threads in this process.
-    """
+    NETWORKS = ("network", "average_network")
 
-    def __init__(self, spec, config, worker_id: int, env_factory=None, env_restarts: int = 0,
-                 tf_threads: int = 1):  # fmt: skip
-        super().__init__(tf_threads)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         from tfagents_vtrace.agents.acer.learner import gradients_fn
-        from tfagents_vtrace.runtime.acting.actor import Actor, build_network
 
-        self.config = config
-        self.network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
-        self.average_network = build_network(spec.network_config, spec.env_id, spec.env_kwargs)
-        self.actor = Actor(spec, worker_id, self.network, env_factory, int(env_restarts))
-        self._grads = gradients_fn(self.network, self.average_network, config)
-
-    def _load(self, version: int, weights_ref: list) -> None:
-        """Loads ``(weights, average weights)`` of ``version`` if newer than the actor's."""
-        if version <= self.actor.weights_version:
-            return
-        import ray
-
-        start = time.perf_counter()
-        weights, average = ray.get(weights_ref[0])
-        self.actor.timing["weights_time"] += time.perf_counter() - start
-        self.actor.set_weights(version, weights)
-        if getattr(self.actor.policy, "network", None) is not self.network:
-            self.network.set_weights(weights)  # a numpy policy acts: the gradients' copy
-        self.average_network.set_weights(average)
+        self._grads = gradients_fn(self.network, self.average_network, self.config)
 
     def _numpy(self, grads, metrics) -> tuple[list, dict]:
         import tensorflow as tf
@@ -99,7 +73,7 @@ class AcerWorkerHost(HostProcess):
         """One iteration (module docstring): ``(unroll, info, [(grads, metrics), ...])``, the
         on-policy update's first; None if the environment raised (recreated, unroll
         dropped)."""
-        self._load(version, weights_ref)
+        self.load(version, weights_ref)
         item = self.actor.unroll()
         if item is None:
             return None
@@ -112,40 +86,25 @@ class AcerWorkerHost(HostProcess):
         return unroll, info, results
 
 
-class AcerRayWorkers(RayWorkerPool):
-    """The driver's view of ACER's Ray workers (module docstring).
-
-    Args:
-      agent: the :class:`~tfagents_vtrace.agents.acer.agent.AcerAgent` (its learner, replay,
-        replay sampling and actor specs).
-      counters: the run's counters.
-      env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
-    """
+class AcerRayWorkers(AgentWorkerPool):
+    """The driver's view of ACER's Ray workers (module docstring); arguments as
+    :class:`~tfagents_vtrace.runtime.acting.ray_backend.AgentWorkerPool`'s, ``agent`` the
+    :class:`~tfagents_vtrace.agents.acer.agent.AcerAgent` (its learner, replay, replay
+    sampling and actor specs)."""
 
     host_class = AcerWorkerHost
     what = "ACER Ray worker"
 
     def __init__(self, agent, counters, env_factory=None):
-        run, config = agent.run_config, agent.config
-        super().__init__(
-            config.num_workers, agent.steps, counters.env_steps, run.total_steps, counters,
-            address=run.ray_address, actor_cpus=run.ray_actor_cpus,
-        )  # fmt: skip
-        self.agent, self.learner = agent, agent.learner
+        super().__init__(agent, counters, agent.config.num_workers, agent.steps, env_factory)
         # Worker i acts as thread worker i + 1 would: same seeds, replay stream i + 1.
         self.specs = [
-            agent.actor_spec(config.t_max, counters.env_steps, STREAM_SEED_STRIDE * (i + 1))
+            agent.actor_spec(agent.config.t_max, counters.env_steps, STREAM_SEED_STRIDE * (i + 1))
             for i in range(self.num_actors)
         ]
-        self._env_factory = host_env_factory(env_factory, run.num_envs)
 
     def host_args(self, actor_id: int) -> tuple:
         return (self.specs[actor_id], self.learner.config, actor_id, self._env_factory)
-
-    @property
-    def version(self) -> int:
-        """The weights version: the learner's update count."""
-        return int(self.learner.updates.numpy())
 
     def get(self) -> tuple[int, tuple[list, list]]:
         """``(version, (weights, average weights))``, read together."""

@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from tfagents_vtrace.agents.taac.rollout import REPLAY_FIELDS, RepeatLengths
-from tfagents_vtrace.runtime.acting.ray_backend import HostProcess, RayWorkerPool, host_env_factory
+from tfagents_vtrace.runtime.acting.ray_backend import AgentWorkerPool, HostProcess
 from tfagents_vtrace.runtime.config import stream_seed
 
 
@@ -137,39 +137,25 @@ class TaacCollectorHost(HostProcess):
         return self.sink.take(), info
 
 
-class TaacRayCollectors(RayWorkerPool):
-    """The driver's view of TAAC's Ray collectors (module docstring).
-
-    Args:
-      agent: the :class:`~tfagents_vtrace.agents.taac.agent.TaacAgent` (its learner, replay
-        and sampling generator).
-      counters: the run's counters.
-      env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
-    """
+class TaacRayCollectors(AgentWorkerPool):
+    """The driver's view of TAAC's Ray collectors (module docstring); arguments as
+    :class:`~tfagents_vtrace.runtime.acting.ray_backend.AgentWorkerPool`'s, ``agent`` the
+    :class:`~tfagents_vtrace.agents.taac.agent.TaacAgent` (its learner, replay and sampling
+    generator)."""
 
     host_class = TaacCollectorHost
     what = "TAAC Ray collector"
 
     def __init__(self, agent, counters, env_factory=None):
-        run, config = agent.run_config, agent.config
-        self.vector_steps = config.train_interval
-        super().__init__(
-            agent.num_collectors, self.vector_steps * run.num_envs, counters.env_steps,
-            run.total_steps, counters, address=run.ray_address, actor_cpus=run.ray_actor_cpus,
-        )  # fmt: skip
-        self.agent, self.learner, self.run = agent, agent.learner, run
+        self.vector_steps = agent.config.train_interval
+        steps = self.vector_steps * agent.run_config.num_envs
+        super().__init__(agent, counters, agent.num_collectors, steps, env_factory)
         start = counters.env_steps
-        self.seeds = [stream_seed(run.seed, start, i + 1) for i in range(self.num_actors)]
-        self._env_factory = host_env_factory(env_factory, run.num_envs)
+        self.seeds = [stream_seed(self.run.seed, start, i + 1) for i in range(self.num_actors)]
         self.repeats = RepeatLengths("repeat_length")
 
     def host_args(self, actor_id: int) -> tuple:
         return (self.run, self.agent.config, actor_id, self.seeds[actor_id], self._env_factory)
-
-    @property
-    def version(self) -> int:
-        """The weights version: the learner's update count."""
-        return int(self.learner.updates.numpy())
 
     def get(self) -> tuple[int, tuple]:
         """``(version, (actor weights, critic weights, log_alpha_b))``."""

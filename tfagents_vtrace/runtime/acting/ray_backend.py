@@ -61,8 +61,9 @@ of its own ``num_actors`` actors (seeded by its worker role) feeding only its ow
 Starting Ray and the actor processes, replacing dead ones, weights by version and the kill
 on stop are :class:`RayProcesses`', which the asynchronous workers' :class:`RayWorkerPool`
 shares (A3C's and ACER's Ray workers: :mod:`tfagents_vtrace.agents.a3c.ray_workers`,
-:mod:`tfagents_vtrace.agents.acer.ray_workers`); a host class derives from
-:class:`HostProcess`.
+:mod:`tfagents_vtrace.agents.acer.ray_workers`; TAAC's collectors); a host class derives from
+:class:`HostProcess` (:class:`NetworkHost` for the workers that learn with their own network
+copies), and the pools of agents with a replay from :class:`AgentWorkerPool`.
 
 Ray is imported lazily: importing :mod:`tfagents_vtrace` never imports it, and using the
 backend without Ray installed raises ``ImportError`` saying ``pip install .[ray]``.
@@ -318,10 +319,11 @@ class ActorHost(HostProcess):
         return self.actor.unroll()
 
 
-def load_weights(actor, version: int, weights_ref: list) -> list | None:
-    """In a Ray host: loads the weights of ``version`` into ``actor`` (an :class:`Actor`) if
-    they are newer than its own, fetching ``weights_ref[0]`` (the fetch counts in the actor's
-    ``weights_time``); returns the weights it loaded, None if it kept its own."""
+def load_weights(actor, version: int, weights_ref: list, acting: Callable = lambda w: w):
+    """In a Ray host: fetches the weights of ``version`` (``weights_ref[0]``; the fetch counts
+    in ``actor``'s ``weights_time``) if they are newer than those of ``actor`` (an
+    :class:`Actor`) and loads ``acting(weights)``, the part it acts with, into it; returns the
+    fetched weights, None if it kept its own."""
     if version <= actor.weights_version:
         return None
     import ray
@@ -329,8 +331,46 @@ def load_weights(actor, version: int, weights_ref: list) -> list | None:
     start = time.perf_counter()
     weights = ray.get(weights_ref[0])
     actor.timing["weights_time"] += time.perf_counter() - start
-    actor.set_weights(version, weights)
+    actor.set_weights(version, acting(weights))
     return weights
+
+
+class NetworkHost(HostProcess):
+    """The body of one asynchronous worker process (A3C's, ACER's): its own copies of the
+    networks named by ``NETWORKS`` and an :class:`Actor` acting with the first one, whose
+    gradients the worker computes.
+
+    Args:
+      spec: the worker's ``ActorSpec`` (``unroll_length`` = t_max).
+      config: the run's agent config (the loss settings).
+      worker_id: seeds the environments and action sampling, identifies the worker.
+      env_factory: optional picklable ``seed -> VectorEnv``.
+      env_restarts: restart count to continue from (a replaced worker keeps its count).
+      tf_threads: TensorFlow intra/inter-op threads in this process.
+    """
+
+    NETWORKS: tuple[str, ...] = ("network",)
+
+    def __init__(self, spec, config, worker_id: int, env_factory=None, env_restarts: int = 0,
+                 tf_threads: int = 1):  # fmt: skip
+        super().__init__(tf_threads)
+        from tfagents_vtrace.runtime.acting.actor import Actor, build_network
+
+        self.config = config
+        for name in self.NETWORKS:
+            setattr(self, name, build_network(spec.network_config, spec.env_id, spec.env_kwargs))
+        self.actor = Actor(spec, worker_id, self.network, env_factory, int(env_restarts))
+
+    def load(self, version: int, weights_ref: list) -> None:
+        """Loads the weights of ``version`` if newer than the actor's (:func:`load_weights`):
+        ``weights_ref[0]`` holds one weights list per network of ``NETWORKS``, in order."""
+        weights = load_weights(self.actor, version, weights_ref, lambda w: w[0])
+        if weights is None:
+            return
+        acting = getattr(self.actor.policy, "network", None)  # loaded with the actor
+        for name, values in zip(self.NETWORKS, weights, strict=True):
+            if getattr(self, name) is not acting:  # e.g. a numpy policy acts: the copy to learn
+                getattr(self, name).set_weights(values)
 
 
 class DeathWindow:
@@ -730,3 +770,32 @@ class RayWorkerPool(RayProcesses):
         self.pending.clear()
         self.starting.clear()
         self._shutdown()
+
+
+class AgentWorkerPool(RayWorkerPool):
+    """A :class:`RayWorkerPool` that acts for a run agent with a replay (ACER's workers,
+    TAAC's collectors): the run's settings, the agent's learner, whose update count is the
+    weights version.
+
+    Args:
+      agent: the run agent (``run_config``, ``learner`` with an ``updates`` variable,
+        ``extra_state``: its replay).
+      counters: the run's counters.
+      num_workers: worker processes.
+      steps: the environment steps of one call.
+      env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
+    """
+
+    def __init__(self, agent, counters, num_workers: int, steps: int, env_factory=None):
+        run = agent.run_config
+        super().__init__(
+            num_workers, steps, counters.env_steps, run.total_steps, counters,
+            address=run.ray_address, actor_cpus=run.ray_actor_cpus,
+        )  # fmt: skip
+        self.agent, self.learner, self.run = agent, agent.learner, run
+        self._env_factory = host_env_factory(env_factory, run.num_envs)
+
+    @property
+    def version(self) -> int:
+        """The weights version: the learner's update count."""
+        return int(self.learner.updates.numpy())
