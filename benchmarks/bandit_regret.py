@@ -51,7 +51,7 @@ def run_policy(
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    from tfagents_vtrace.playing import load_policy
+    from tfagents_vtrace.export.playing import load_policy
 
     tf.random.set_seed(seed)
     n = probs.shape[0]

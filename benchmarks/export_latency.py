@@ -6,7 +6,7 @@ an LSTM policy (64 torso + LSTM 128 with the previous action and reward) and the
 ResNet + LSTM 256 on 84x84x4 uint8 frames with 6 actions (the GPU Pong config's): the same
 computation in every runtime, the sampling step with explicit noise (the SavedModel's
 ``action_from_noise``, LiteRT's ``action``, the ONNX graph), through
-``tfagents_vtrace.export_parity``'s runners. Runtimes are interleaved round by round so load
+``tfagents_vtrace.export.parity``'s runners. Runtimes are interleaved round by round so load
 from other processes hits them alike; the table prints the median step time over all rounds
 and its ratio to the SavedModel's, then one JSON line; the machine (``benchmarks/machine.py``:
 CPU model, cores, ISA flags) is the first line. ONNX Runtime is skipped when the
@@ -53,17 +53,19 @@ SPACES = {  # observation space, number of actions
 
 def _runners(name: str, directory: str, threads: int) -> dict:
     """Runtime -> runner of the same policy (see the module docstring)."""
-    from tfagents_vtrace import export_parity
-    from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
+    from tfagents_vtrace.export import parity
+    from tfagents_vtrace.export.litert import export_tflite
+    from tfagents_vtrace.export.onnx import export_onnx
+    from tfagents_vtrace.export.saved_model import export_policy
     from tfagents_vtrace.networks import NetworkConfig, make_network
 
     obs, actions = SPACES[name]
     net = make_network(NetworkConfig(**POLICIES[name]), obs, gym.spaces.Discrete(actions))
     path = os.path.join(directory, name)
-    runners = {"saved_model": export_parity.SavedModelRunner(export_policy(net, path))}
-    runners["litert"] = export_parity.LiteRTRunner(export_tflite(net, path + ".tflite"), threads)
+    runners = {"saved_model": parity.SavedModelRunner(export_policy(net, path))}
+    runners["litert"] = parity.LiteRTRunner(export_tflite(net, path + ".tflite"), threads)
     if all(importlib.util.find_spec(m) for m in ("tf2onnx", "onnxruntime")):
-        runners["onnxruntime"] = export_parity.OnnxRunner(export_onnx(net, path + ".onnx"), threads)
+        runners["onnxruntime"] = parity.OnnxRunner(export_onnx(net, path + ".onnx"), threads)
     return runners
 
 

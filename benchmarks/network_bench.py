@@ -26,7 +26,8 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfagents_vtrace.export import PolicyModule, export_policy  # noqa: E402
+from tfagents_vtrace.export.actor_critic import ActorCriticPolicy  # noqa: E402
+from tfagents_vtrace.export.saved_model import export_policy  # noqa: E402
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,11 +43,11 @@ def _acting_variants(net, batch: int, export_dir: str) -> dict:
     """One acting step (forward, sample, log-prob, new state) on fixed inputs, per variant.
 
     Every variant runs the same computation, the exported policy's ``action``: eagerly, as
-    the in-process ``tf.function`` (PolicyModule), XLA-compiled, and from the SavedModel
+    the in-process ``tf.function`` (ActorCriticPolicy), XLA-compiled, and from the SavedModel
     loaded back (structured ``action`` and the flat ``action`` signature).
     """
     rng = np.random.default_rng(0)
-    module = PolicyModule(net)
+    module = ActorCriticPolicy(net)
     args = (
         tf.constant(rng.normal(size=(batch, 4)).astype(np.float32)),
         tf.zeros([batch], tf.bool),

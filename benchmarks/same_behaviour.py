@@ -68,7 +68,7 @@ def _policy_behaviour(policy_dir: str, env_id: str) -> dict:
 
     import tfagents_vtrace as tv
     from tfagents_vtrace.envs import make_env
-    from tfagents_vtrace.playing import run_episodes
+    from tfagents_vtrace.export.playing import run_episodes
 
     policy = tv.load_policy(policy_dir)
     returns, lengths = run_episodes(policy, env_id, 8, seed=1234, greedy=True)

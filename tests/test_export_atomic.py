@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfagents_vtrace.export import export_policy
-from tfagents_vtrace.export_target import check_export_path, write_atomically
+from tfagents_vtrace.export.saved_model import export_policy
+from tfagents_vtrace.export.target import check_export_path, write_atomically
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -107,20 +107,20 @@ def test_write_atomically_renames_into_place(tmp_path):
 
 
 def test_taac_export_is_atomic_too(tmp_path, monkeypatch):
-    from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner
-    from tfagents_vtrace.agents.taac.export import export_taac_policy
+    """TAAC's policy module goes through the same writer."""
+    from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner, TaacPolicyModule
 
     small = dict(actor_hidden_sizes=(8,), critic_hidden_sizes=(8,))
     learner = TaacLearner(TaacConfig(**small), (3,), 1, seed=0)
-    space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    module = TaacPolicyModule(learner, gym.spaces.Box(-2.0, 2.0, (1,), np.float32))
     work = tmp_path / "work"
     work.mkdir()
     (work / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match=r"^path: .* not a SavedModel"):
-        export_taac_policy(learner, str(work), space, overwrite=True)
+        export_policy(module, str(work), overwrite=True)
     assert sorted(os.listdir(work)) == ["notes.txt"]
     target = str(tmp_path / "policy")
-    export_taac_policy(learner, target, space)
+    export_policy(module, target)
     before = sorted(os.listdir(target))
 
     def failing_save(module, directory, signatures=None):
@@ -128,6 +128,6 @@ def test_taac_export_is_atomic_too(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tf.saved_model, "save", failing_save)
     with pytest.raises(OSError, match="disk full"):
-        export_taac_policy(learner, target, space, overwrite=True)
+        export_policy(module, target, overwrite=True)
     assert sorted(os.listdir(target)) == before and "saved_model.pb" in before
     assert sorted(os.listdir(tmp_path)) == ["policy", "work"]

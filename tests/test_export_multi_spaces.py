@@ -15,8 +15,10 @@ import pytest
 import tensorflow as tf
 
 from tests.test_export_portable import ToyEnv
-from tfagents_vtrace import export_parity
-from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
+from tfagents_vtrace.export import parity
+from tfagents_vtrace.export.litert import export_tflite
+from tfagents_vtrace.export.onnx import export_onnx
+from tfagents_vtrace.export.saved_model import export_policy
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
 
 DICT = gym.spaces.Dict({
@@ -114,6 +116,6 @@ def test_litert_and_onnx_carry_vector_actions(tmp_path, fmt, action):
     net = make_network(config, OBS, ACTIONS[action])
     saved = export_policy(net, tmp_path / "saved")
     artefact = (export_tflite if fmt == "tflite" else export_onnx)(net, tmp_path / f"p.{fmt}")
-    report = export_parity.check_parity(saved, artefact, ToyEnv(OBS, ACTIONS[action]), steps=40)
+    report = parity.check_parity(saved, artefact, ToyEnv(OBS, ACTIONS[action]), steps=40)
     assert report.passed, report.failures
     assert report.action_mismatches == {"greedy": 0, "sample": 0}

@@ -3,7 +3,7 @@
 For each network (MLP categorical; MLP + LSTM with previous action, reward and time step;
 Nature CNN on small uint8 images; Gaussian and tanh-Gaussian heads) the SavedModel acts 200
 steps in a toy environment whose episodes end every 4-12 steps, sampling from recorded
-noise (``export_parity.record``). ONE child process that can import neither this package nor
+noise (``export.parity.record``). ONE child process that can import neither this package nor
 TensorFlow replays the recorded inputs through every ``.tflite`` (ai-edge-litert) and
 ``.onnx`` (ONNX Runtime) file with the runtimes' own APIs, carrying its own state. Greedy and
 sampled actions must equal the SavedModel's and every float output must be within 1e-5.
@@ -24,8 +24,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from tfagents_vtrace import export_parity
-from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
+from tfagents_vtrace.export import parity
+from tfagents_vtrace.export.litert import export_tflite
+from tfagents_vtrace.export.onnx import export_onnx
+from tfagents_vtrace.export.saved_model import export_policy
 from tfagents_vtrace.networks import NetworkConfig, make_network
 
 # One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
@@ -122,8 +124,8 @@ def replays(tmp_path_factory):
         net = _make(name)
         saved = export_policy(net, tmp / name)
         env = ToyEnv(obs_space, act_space)
-        trajectory = export_parity.record(export_parity.SavedModelRunner(saved), env, STEPS)
-        inputs = {k: trajectory[k] for k in (*export_parity.INPUTS, "noise")}
+        trajectory = parity.record(parity.SavedModelRunner(saved), env, STEPS)
+        inputs = {k: trajectory[k] for k in (*parity.INPUTS, "noise")}
         np.savez(tmp / f"{name}_in.npz", **inputs)
         recorded[name] = (net, trajectory)
         for fmt in formats:
@@ -166,7 +168,7 @@ def test_trajectory_parity(replays, name, fmt):
     _, recorded, outputs = replays
     net, trajectory = recorded[name]
     got = outputs[(name, fmt)]
-    report = export_parity.compare(trajectory, got, atol=ATOL)
+    report = parity.compare(trajectory, got, atol=ATOL)
     print(name, fmt, report.to_json())  # the figures, with pytest -s
     assert report.passed, report.failures
     assert report.action_mismatches == {"greedy": 0, "sample": 0}
@@ -213,11 +215,11 @@ def test_check_parity_in_process_and_batched(tmp_path, fmt):
         pytest.skip(f"the {fmt} extra is not installed")
     config, obs_space, act_space = CASES["lstm_meta_rl"]
     net = make_network(config, obs_space, act_space)
-    saved = export_parity.SavedModelRunner(export_policy(net, tmp_path / "saved"))
+    saved = parity.SavedModelRunner(export_policy(net, tmp_path / "saved"))
     artefact = _export(fmt, net, tmp_path / f"p.{fmt}")
-    report = export_parity.check_parity(saved, artefact, ToyEnv(obs_space, act_space), steps=60)
+    report = parity.check_parity(saved, artefact, ToyEnv(obs_space, act_space), steps=60)
     assert report.passed and report.steps == 60 and report.episodes >= 5, report
-    runner = export_parity.open_runner(artefact)
+    runner = parity.open_runner(artefact)
     rng = np.random.default_rng(3)
     inputs = {"observation": rng.uniform(-1, 1, (5, 3)).astype(np.float32),
               "first": np.array([1, 0, 0, 1, 0], bool),
@@ -260,7 +262,7 @@ def test_other_torsos_and_heads(tmp_path, fmt):
         net = make_network(config, obs_space, act_space)
         saved = export_policy(net, tmp_path / name)
         artefact = _export(fmt, net, tmp_path / f"{name}.{fmt}")
-        report = export_parity.check_parity(saved, artefact, ToyEnv(obs_space, act_space), steps=30)
+        report = parity.check_parity(saved, artefact, ToyEnv(obs_space, act_space), steps=30)
         assert report.passed, (name, report.failures)
         if name == "discrete_obs_q_head":
             assert "greedy/q" in report.max_abs_diff
@@ -277,7 +279,7 @@ def test_parity_check_catches_a_different_policy(tmp_path, fmt):
     bias = net.value_head.value.bias
     bias.assign(bias + 1e-3)  # the value only: actions and parameters still agree
     artefact = _export(fmt, net, tmp_path / f"p.{fmt}")
-    report = export_parity.check_parity(saved, artefact, ToyEnv(obs_space, act_space), steps=20)
+    report = parity.check_parity(saved, artefact, ToyEnv(obs_space, act_space), steps=20)
     assert not report.passed
     assert report.failures == [
         f"{k}/value: max abs diff {report.max_abs_diff[f'{k}/value']:.3g} > "
@@ -294,16 +296,16 @@ def test_compare_counts_mismatches_and_nan():
     got = {"greedy/action": np.array([[0], [2], [2], [1]]),
            "sample/action": np.array([[[0, 0]], [[np.nan, 0]], [[0, 2e-5]], [[0, 0]]], np.float32),
            "sample/value": np.full((4, 1), 5e-6, np.float32)}  # fmt: skip
-    report = export_parity.compare(ref, got)
+    report = parity.compare(ref, got)
     assert not report.passed and report.action_mismatches == {"greedy": 1, "sample": 2}
     assert report.failures == ["greedy/action: differs at 1 of 4 steps",
                                "sample/action: differs at 2 of 4 steps"]  # fmt: skip
     with pytest.raises(ValueError, match="candidate: no output 'sample/value'"):
-        export_parity.compare(ref, {k: v for k, v in got.items() if k != "sample/value"})
+        parity.compare(ref, {k: v for k, v in got.items() if k != "sample/value"})
     got["sample/value"] = np.full((4, 1), np.nan, np.float32)
     assert (
         "sample/value: max abs diff nan > 1e-05 + 1e-06 * |reference|"
-        in export_parity.compare(ref, got).failures
+        in parity.compare(ref, got).failures
     )
 
 
@@ -315,13 +317,13 @@ def test_compare_tolerance_grows_with_the_reference():
            "greedy/logits": np.zeros((2, 1, 2), np.float32)}  # fmt: skip
     near = {"greedy/value": ref["greedy/value"] + np.float32(1.53e-5),
             "greedy/logits": ref["greedy/logits"] + np.float32(9e-6)}  # fmt: skip
-    assert export_parity.compare(ref, near).passed
+    assert parity.compare(ref, near).passed
     far = {**near, "greedy/value": ref["greedy/value"] - np.float32(1e-3)}
-    assert export_parity.compare(ref, far).failures == [
+    assert parity.compare(ref, far).failures == [
         "greedy/value: max abs diff 0.000999 > 1e-05 + 1e-06 * |reference|"
     ]
     off = {**near, "greedy/logits": ref["greedy/logits"] + np.float32(2e-5)}
-    assert [f.split(":")[0] for f in export_parity.compare(ref, off).failures] == ["greedy/logits"]
+    assert [f.split(":")[0] for f in parity.compare(ref, off).failures] == ["greedy/logits"]
 
 
 def test_replay_teacher_forcing_feeds_the_reference_states():
@@ -353,8 +355,8 @@ def test_replay_teacher_forcing_feeds_the_reference_states():
                   "b_noise": np.full((steps, 1), 0.25, np.float32),
                   "sample/state_0": reference_states}  # fmt: skip
     own, forced = Recorder(), Recorder()
-    export_parity.replay(own, trajectory)
-    export_parity.replay(forced, trajectory, teacher_forcing=True)
+    parity.replay(own, trajectory)
+    parity.replay(forced, trajectory, teacher_forcing=True)
     np.testing.assert_array_equal(np.stack(own.states)[:, 0, 0], [0, 1, 2, 3])
     np.testing.assert_array_equal(np.stack(forced.states[1:]), reference_states[:-1])
     np.testing.assert_array_equal(forced.states[0], np.zeros((1, 2)))
@@ -382,7 +384,7 @@ def test_file_export_replaces_only_its_own_format(tmp_path, fmt):
     before = target.stat().st_mtime_ns
     write(net, target, overwrite=True)
     assert target.stat().st_mtime_ns >= before
-    assert export_parity.open_runner(target).initial_state(2)["state_0"].shape == (2, 1)
+    assert parity.open_runner(target).initial_state(2)["state_0"].shape == (2, 1)
     assert sorted(os.listdir(tmp_path)) == sorted([notes.name, target.name])  # no temp files
     if fmt == "onnx":
         import onnx
@@ -397,14 +399,14 @@ def test_action_from_noise_draws_the_policy_distribution(name):
     softmax; log_prob matches TFP's distribution for every kind."""
     import tensorflow as tf
 
-    from tfagents_vtrace.export import PolicyModule
+    from tfagents_vtrace.export.actor_critic import ActorCriticPolicy
 
     net = _make(name)
-    module = PolicyModule(net)
+    module = ActorCriticPolicy(net)
     n = 20000
     obs = np.tile(np.array([[0.3, -0.5, 0.9]], np.float32), (n, 1))
     rng = np.random.default_rng(7)
-    noise = export_parity.draw_noise(_metadata(net), rng, n)
+    noise = parity.draw_noise(_metadata(net), rng, n)
     first = np.ones(n, bool)
     prev_action = np.zeros((n, *net.action_spec.shape), net.action_spec.dtype.as_numpy_dtype)
     state = module.get_initial_state(tf.constant(n))
@@ -441,6 +443,6 @@ def _tanh_gaussian_log_prob(params, noise):
 
 
 def _metadata(net):
-    from tfagents_vtrace.export import policy_metadata
+    from tfagents_vtrace.export.actor_critic import policy_metadata
 
     return policy_metadata(net)

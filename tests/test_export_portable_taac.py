@@ -22,10 +22,12 @@ import numpy as np
 import pytest
 
 from tests.test_export_portable import CHILD, FORMATS, ToyEnv, _installed
-from tfagents_vtrace import export_parity
 from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner
-from tfagents_vtrace.agents.taac.export import TaacPolicyModule, export_taac_policy
-from tfagents_vtrace.agents.taac.portable import export_taac_onnx, export_taac_tflite
+from tfagents_vtrace.agents.taac.export import TaacPolicyModule
+from tfagents_vtrace.export import parity
+from tfagents_vtrace.export.litert import export_tflite
+from tfagents_vtrace.export.onnx import export_onnx
+from tfagents_vtrace.export.saved_model import export_policy
 
 # One xdist worker runs the module (make test: --dist loadgroup), so its module-scoped
 # fixture is built once, not once per worker.
@@ -66,13 +68,11 @@ def _learner(name):
 
 def _reference(learner, path):
     """The SavedModel the files are checked against (greedy with epsilon 0, zero starts)."""
-    return export_taac_policy(
-        learner, str(path), BOX, epsilon_greedy=0.0, randomize_first_state_tau=False
-    )
+    return export_policy(TaacPolicyModule(learner, BOX).portable(), str(path))
 
 
 def _export(fmt, learner, path):
-    return (export_taac_tflite if fmt == "tflite" else export_taac_onnx)(learner, path, BOX)
+    return (export_tflite if fmt == "tflite" else export_onnx)(TaacPolicyModule(learner, BOX), path)
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +85,9 @@ def replays(tmp_path_factory):
     recorded, jobs = {}, []
     for name in CASES:
         learner = _learner(name)
-        saved = export_parity.SavedModelRunner(_reference(learner, tmp / name))
-        trajectory = export_parity.record(saved, ToyEnv(OBS, BOX), STEPS)
-        keys = (*export_parity.INPUTS, "noise", "b_noise")
+        saved = parity.SavedModelRunner(_reference(learner, tmp / name))
+        trajectory = parity.record(saved, ToyEnv(OBS, BOX), STEPS)
+        keys = (*parity.INPUTS, "noise", "b_noise")
         np.savez(tmp / f"{name}_in.npz", **{k: trajectory[k] for k in keys})
         recorded[name] = trajectory
         for fmt in formats:
@@ -127,7 +127,7 @@ def test_trajectory_parity(replays, name, fmt):
         pytest.skip(f"the {fmt} extra is not installed")
     _, recorded, outputs = replays
     trajectory, got = recorded[name], outputs[(name, fmt)]
-    report = export_parity.compare(trajectory, got, atol=ATOL)
+    report = parity.compare(trajectory, got, atol=ATOL)
     print(name, fmt, report.to_json())  # the figures, with pytest -s
     assert report.passed, report.failures
     assert report.action_mismatches == {"greedy": 0, "sample": 0}
@@ -171,11 +171,11 @@ def test_check_parity_in_process_and_batched(tmp_path, fmt):
     if not _installed(fmt):
         pytest.skip(f"the {fmt} extra is not installed")
     learner = _learner("taacl")
-    saved = export_parity.SavedModelRunner(_reference(learner, tmp_path / "saved"))
+    saved = parity.SavedModelRunner(_reference(learner, tmp_path / "saved"))
     artefact = _export(fmt, learner, tmp_path / f"p.{fmt}")
-    report = export_parity.check_parity(saved, artefact, ToyEnv(OBS, BOX), steps=60)
+    report = parity.check_parity(saved, artefact, ToyEnv(OBS, BOX), steps=60)
     assert report.passed and report.steps == 60 and report.episodes >= 5, report
-    runner = export_parity.open_runner(artefact)
+    runner = parity.open_runner(artefact)
     rng = np.random.default_rng(3)
     inputs = {"observation": rng.uniform(-1, 1, (5, 3)).astype(np.float32),
               "first": np.array([1, 0, 0, 1, 0], bool),
@@ -183,7 +183,7 @@ def test_check_parity_in_process_and_batched(tmp_path, fmt):
               "prev_reward": rng.normal(size=5).astype(np.float32),
               "state_0": rng.uniform(-1, 1, (5, 4)).astype(np.float32),
               "state_1": np.array([[0], [2], [5], [1], [1]], np.float32)}  # fmt: skip
-    noise = export_parity.draw_noises(saved.metadata, rng, 5)
+    noise = parity.draw_noises(saved.metadata, rng, 5)
     assert {k: v.shape for k, v in noise.items()} == {"noise": (5, 2), "b_noise": (5,)}
     for want, got in ((saved.greedy(inputs), runner.greedy(inputs)),
                       (saved.sample(inputs, noise), runner.sample(inputs, noise))):  # fmt: skip
@@ -192,8 +192,8 @@ def test_check_parity_in_process_and_batched(tmp_path, fmt):
             np.testing.assert_allclose(got[k], want[k], atol=ATOL, err_msg=k)
     assert runner.greedy(inputs)["repeats"].tolist() != [1] * 5  # state_1 is read
     # The training run's SavedModel samples in greedy_action with epsilon 0.1: no parity.
-    run_policy = export_taac_policy(learner, str(tmp_path / "run_policy"), BOX)
-    report = export_parity.check_parity(run_policy, artefact, ToyEnv(OBS, BOX), steps=100)
+    run_policy = export_policy(TaacPolicyModule(learner, BOX), str(tmp_path / "run_policy"))
+    report = parity.check_parity(run_policy, artefact, ToyEnv(OBS, BOX), steps=100)
     assert not report.passed and report.action_mismatches["greedy"] > 0
     assert report.action_mismatches["sample"] == 0  # action_from_noise is the same step
 
@@ -225,28 +225,27 @@ def test_action_from_noise_is_the_draw_of_action(name):
         state = want["state"]
 
 
-# make test-long (the suite's time): it explains check_export's teacher forcing, which the
+# make test-long (the suite's time): it explains the parity check's teacher forcing, which the
 # parity tests above exercise.
 @pytest.mark.long
 def test_taacl_taacq_state_dynamics_amplify_rounding():
-    """Why ``check_export`` replays TaacL / TaacQ files from the reference's states: a 1e-6
-    change of the actor's ``loc`` (a few float32 roundings) grows along linear and quadratic
-    trajectories carried by the candidate itself, not from the reference's states; a
-    constant trajectory does not amplify it."""
-    from tfagents_vtrace.agents.taac.portable import portable_module
-
+    """Why the parity check replays TaacL / TaacQ files from the reference's states
+    (``TaacPolicyModule.parity_teacher_forcing``): a 1e-6 change of the actor's ``loc`` (a
+    few float32 roundings) grows along linear and quadratic trajectories carried by the
+    candidate itself, not from the reference's states; a constant trajectory does not
+    amplify it."""
     ratios = {}
     for name in CASES:
         learner = _learner(name)
-        reference = export_parity.SavedModelRunner(portable_module(learner, BOX))  # in process
-        trajectory = export_parity.record(reference, ToyEnv(OBS, BOX), 300, max_episode_steps=100)
+        reference = parity.SavedModelRunner(TaacPolicyModule(learner, BOX).portable())  # in process
+        trajectory = parity.record(reference, ToyEnv(OBS, BOX), 300, max_episode_steps=100)
         bias = learner.actor.head.bias  # read live by the modules: recorded before the change
         bias.assign(bias + 1e-6)
-        candidate = export_parity.SavedModelRunner(portable_module(learner, BOX))
+        candidate = parity.SavedModelRunner(TaacPolicyModule(learner, BOX).portable())
         diff = {}
         for forcing in (False, True):
-            replayed = export_parity.replay(candidate, trajectory, teacher_forcing=forcing)
-            report = export_parity.compare(trajectory, replayed)
+            replayed = parity.replay(candidate, trajectory, teacher_forcing=forcing)
+            report = parity.compare(trajectory, replayed)
             diff[forcing] = report.max_abs_diff["sample/state_0"]
         assert diff[True] <= ATOL, (name, diff)
         ratios[name] = diff[False] / diff[True]

@@ -20,7 +20,7 @@ import re
 import time
 from typing import Any
 
-from tfagents_vtrace.playing import Policy, evaluate, load_policy
+from tfagents_vtrace.export.playing import Policy, evaluate, load_policy
 
 __all__ = ["Policy", "config_path", "evaluate", "load_policy", "make_configs", "train"]
 

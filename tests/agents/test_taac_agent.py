@@ -14,8 +14,9 @@ import tensorflow as tf
 from tests.ray_kill import kill_worker_0_once
 from tests.runtime import test_ray_backend as ray_tests
 from tfagents_vtrace.agents.taac import TaacConfig, TaacLearner, TaacPolicy
-from tfagents_vtrace.agents.taac.export import export_taac_policy
+from tfagents_vtrace.agents.taac.export import TaacPolicyModule
 from tfagents_vtrace.agents.taac.learner import BATCH_KEYS
+from tfagents_vtrace.export.saved_model import export_policy
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.rundir import metrics_log, stop_signals
 
@@ -68,7 +69,7 @@ def test_export_repeats_match_in_process_policy(tmp_path, rng):
     cfg = TaacConfig(trajectory="quadratic", max_repeat_steps=4, **SMALL)
     learner = TaacLearner(cfg, (3,), 1, seed=0)
     space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
-    path = export_taac_policy(learner, str(tmp_path / "policy"), space, seed=5)
+    path = export_policy(TaacPolicyModule(learner, space, seed=5), str(tmp_path / "policy"))
     loaded = tf.saved_model.load(path)
     meta = json.loads(loaded.metadata.numpy().decode())
     assert meta["policy_kind"] == "taac" and meta["state_sizes"] == [3, 1]
@@ -109,7 +110,7 @@ def test_export_value_is_the_beta_weighted_critic_value(tmp_path, rng):
     learner = TaacLearner(cfg, (3,), 2, seed=0)
     learner.log_alpha_b.assign(np.log(0.3))  # a temperature that makes both b likely
     space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    loaded = tf.saved_model.load(export_taac_policy(learner, str(tmp_path / "p"), space))
+    loaded = tf.saved_model.load(export_policy(TaacPolicyModule(learner, space), tmp_path / "p"))
     n = 64
     obs = rng.normal(size=(n, 3)).astype(np.float32)
     inputs = dict(
@@ -223,11 +224,11 @@ def test_train_loop_checkpoints_replay_and_resumes(tmp_path):
     assert any("eval_return" in r for r in rows) and rows[-1]["repeat_length"] >= 1.0
     assert (tmp_path / "run" / "checkpoints" / "replay-120.npz").exists()
     assert (tmp_path / "run" / "policy" / "saved_model.pb").exists()
-    # experiments.export's path for TAAC: rebuilt from config.json + checkpoint, the same policy.
-    from tfagents_vtrace.agents.taac import export_run
+    # tfv-export's path for TAAC: rebuilt from config.json + checkpoint, the same policy.
+    from tfagents_vtrace.agents.taac import restore_policy
 
     trained = tf.saved_model.load(f"{logdir}/policy")
-    rebuilt = tf.saved_model.load(export_run(logdir, str(tmp_path / "re")))
+    rebuilt = tf.saved_model.load(export_policy(restore_policy(logdir), tmp_path / "re"))
     obs = np.random.default_rng(3).normal(size=(16, 3)).astype(np.float32)
     inputs = dict(observation=obs, first=np.ones(16, bool),
                   prev_action=np.zeros((16, 1), np.float32), prev_reward=np.zeros(16, np.float32),

@@ -94,7 +94,7 @@ def test_policy_hook_regret(tmp_path):
 
 
 def test_policy_hook_with_a_real_lstm_export(tmp_path):
-    from tfagents_vtrace.export import export_policy
+    from tfagents_vtrace.export.saved_model import export_policy
     from tfagents_vtrace.networks import NetworkConfig, make_network
 
     env = gym.make("BanditIndependent-v0")

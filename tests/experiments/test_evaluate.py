@@ -118,7 +118,7 @@ def test_bad_arguments(counter_policy):
 
 
 def _export(path, env_id, **config):
-    from tfagents_vtrace.export import export_policy
+    from tfagents_vtrace.export.saved_model import export_policy
     from tfagents_vtrace.networks import NetworkConfig, make_network
 
     env = gym.make(env_id)
@@ -287,7 +287,7 @@ def test_load_policy_of_a_damaged_export_raises_one_error_naming_it(
     import shutil
 
     import tfagents_vtrace as tv
-    from tfagents_vtrace.playing import PolicyLoadError
+    from tfagents_vtrace.export.playing import PolicyLoadError
 
     path = str(tmp_path / "policy")
     shutil.copytree(cartpole_policy_path, path)
@@ -301,7 +301,7 @@ def test_load_policy_of_a_damaged_export_raises_one_error_naming_it(
 
 
 def test_load_policy_of_a_savedmodel_that_is_no_policy_says_so(tmp_path):
-    from tfagents_vtrace.playing import PolicyLoadError, load_policy
+    from tfagents_vtrace.export.playing import PolicyLoadError, load_policy
 
     module = tf.Module()
     module.f = tf.function(lambda x: x + 1, input_signature=[tf.TensorSpec([], tf.float32)])

@@ -1,5 +1,6 @@
 """experiments.export: rebuild the network from a run directory and export its policy."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -118,10 +119,13 @@ def test_check_flags_file_formats(tmp_path, monkeypatch):
     run = _fake_run(tmp_path / "run")
     assert export.check_flags(run, None, False, "tflite") == os.path.join(run, "policy.tflite")
     assert export.check_flags(run, None, False, "saved_model") == os.path.join(run, "policy")
-    monkeypatch.setitem(export.NEEDS, "onnx", (("no_such_module_17",), (), "onnx"))
+    needs = lambda fmt, **kw: dataclasses.replace(export.FORMATS[fmt], **kw)  # noqa: E731
+    monkeypatch.setitem(export.FORMATS, "onnx", needs("onnx", write_modules=("no_such_module_17",)))
     with pytest.raises(export.FlagError, match=r"^--format: onnx export needs no_such_module_17"):
         export.check_flags(run, None, False, "onnx")
-    monkeypatch.setitem(export.NEEDS, "tflite", ((), ("no_such_module_17",), "litert"))
+    monkeypatch.setitem(
+        export.FORMATS, "tflite", needs("tflite", run_modules=("no_such_module_17",))
+    )
     assert export.check_flags(run, None, False, "tflite")  # runtime needed by --check only
     with pytest.raises(export.FlagError, match=r"^--check: tflite runs needs no_such_module_17: "):
         export.check_flags(run, None, False, "tflite", check=True)
@@ -138,7 +142,8 @@ def test_check_flags_file_formats(tmp_path, monkeypatch):
     with pytest.raises(export.FlagError, match=r"^--output: .*model\.tflite exists .*--overwrite"):
         export.check_flags(run, str(model), False, "tflite")
     assert export.check_flags(run, str(model), True, "tflite") == str(model)
-    monkeypatch.setitem(export.NEEDS, "onnx", ((), (), "onnx"))  # whether installed or not
+    no_modules = needs("onnx", write_modules=(), run_modules=())  # whether installed or not
+    monkeypatch.setitem(export.FORMATS, "onnx", no_modules)
     with pytest.raises(export.FlagError, match=r"^--output: .*model\.tflite is a file that is not"):
         export.check_flags(run, str(model), True, "onnx")  # a LiteRT model is not an ONNX one
     with pytest.raises(export.FlagError, match=r"^--output: .* is a directory; a LiteRT"):
@@ -189,8 +194,8 @@ def test_export_formats_with_check(tmp_path):
 @pytest.mark.long
 def test_export_taac_formats_with_check(tmp_path):
     """--format=onnx|saved_model --check on a tiny TaacQ run on Pendulum-v1: the agent's
-    export_run / check_export path through the command; parity passes (every format in
-    process: tests/test_export_portable_taac.py)."""
+    policy module through the command's one path; parity passes (every format in process:
+    tests/test_export_portable_taac.py)."""
     pytest.importorskip("tf2onnx")
     pytest.importorskip("onnxruntime")
     import json
@@ -222,6 +227,6 @@ def test_export_taac_formats_with_check(tmp_path):
             report["max_abs_diff"]
         )
         # TaacQ files are replayed from the reference's states (their dynamics amplify
-        # rounding; agents.taac.export.check_export); the SavedModel carries its own.
+        # rounding; TaacPolicyModule.parity_teacher_forcing); the SavedModel carries its own.
         assert report["teacher_forcing"] == (fmt != "saved_model")
         print(fmt, report["max_abs_diff"])  # the figures, with pytest -s

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfagents_vtrace import export_portable
+from tfagents_vtrace.export import actor_critic
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
 from tfagents_vtrace.networks.multi_input import MultiInputTorso, conv_torso
 from tfagents_vtrace.networks.torsos import MinAtarCNN, NatureCNN
@@ -124,12 +124,12 @@ def test_multi_binary_log_prob_is_the_sum_of_bernoullis(rng):
 def test_portable_draws_from_noise_match_the_distribution(act_name, rng):
     net = make_network(NetworkConfig(policy_init_scale=1.0), BOX, ACTIONS[act_name][0])
     out = net(net.dummy_inputs(64)._replace(observation=rng.normal(size=(64, 3))), ())
-    noise = tf.constant(rng.random((64, export_portable.noise_size(net)), dtype=np.float32))
-    action, log_prob = export_portable.act_from_noise(net, out.policy, noise)
+    noise = tf.constant(rng.random((64, actor_critic.noise_size(net)), dtype=np.float32))
+    action, log_prob = actor_critic.act_from_noise(net, out.policy, noise)
     assert action.dtype == tf.int32 and action.shape == (64, ACTIONS[act_name][3][0])
     dist = net.distribution(out.policy)
     np.testing.assert_allclose(log_prob, dist.log_prob(action), rtol=1e-5, atol=1e-5)
-    greedy, greedy_lp = export_portable.act_from_noise(net, out.policy, None)
+    greedy, greedy_lp = actor_critic.act_from_noise(net, out.policy, None)
     np.testing.assert_array_equal(greedy, net.greedy_action(out.policy))
     np.testing.assert_allclose(greedy_lp, dist.log_prob(greedy), rtol=1e-5, atol=1e-5)
 

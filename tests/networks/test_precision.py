@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfagents_vtrace.export_portable import exported_network
+from tfagents_vtrace.export.actor_critic import exported_network
 from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network, precision
 from tfagents_vtrace.networks.precision import (
     bf16_native,

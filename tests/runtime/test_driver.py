@@ -96,7 +96,7 @@ class FakeAgent:
         return make_policy(self.network, "numpy", greedy=True)
 
     def export(self, path):
-        from tfagents_vtrace.export import export_policy
+        from tfagents_vtrace.export.saved_model import export_policy
 
         export_policy(self.network, path, overwrite=True)
 

@@ -52,13 +52,13 @@ def test_restore_network_refuses_a_module_prefix_without_importing_it(tmp_path, 
     assert not (tmp_path / "imported").exists() and MODULE not in sys.modules
 
 
-def test_taac_export_run_refuses_a_module_prefix_without_importing_it(tmp_path, monkeypatch):
-    from tfagents_vtrace.agents.taac import export_run
+def test_taac_restore_policy_refuses_a_module_prefix_without_importing_it(tmp_path, monkeypatch):
+    from tfagents_vtrace.agents.taac import restore_policy
 
     logdir = _planted_run(tmp_path, agent="taac")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ValueError, match=r"^env_id: .*'module:' prefix"):
-        export_run(logdir, str(tmp_path / "out"))
+        restore_policy(logdir)
     assert not (tmp_path / "imported").exists() and MODULE not in sys.modules
 
 

@@ -88,7 +88,7 @@ def test_the_end_of_a_run_replaces_its_own_partial_policy(tmp_path):
     import gymnasium as gym
     import numpy as np
 
-    from tfagents_vtrace.export import export_policy
+    from tfagents_vtrace.export.saved_model import export_policy
     from tfagents_vtrace.networks import NetworkConfig, make_network
     from tfagents_vtrace.runtime.rundir.run_dir import export_into_run
 

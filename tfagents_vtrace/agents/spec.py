@@ -12,7 +12,15 @@ from collections.abc import Callable
 
 from tfagents_vtrace.agents.spaces import SUPPORTED_SPACES, AgentSpaces
 
-ACTOR_CRITIC_EXPORTS = ("saved_model", "tflite", "onnx")
+
+def restore_actor_critic_policy(logdir: str):
+    """The exported policy of an actor-critic run directory (IMPALA, A2C, A3C, ACER): the
+    :class:`~tfagents_vtrace.export.actor_critic.ActorCriticPolicy` of its network, rebuilt
+    from ``config.json`` with the weights of the latest checkpoint."""
+    from tfagents_vtrace.export.actor_critic import as_policy_module
+    from tfagents_vtrace.runtime.rundir.checkpointing import restore_network
+
+    return as_policy_module(restore_network(logdir))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,15 +39,13 @@ class AgentSpec:
       network_config_for: ``(network_config, config, spaces) -> NetworkConfig`` (``spaces``:
         the environment's :class:`~tfagents_vtrace.envs.EnvSpaces`), the network
         the agent needs (e.g. ACER's Q head); None keeps the given one.
-      export_run: ``(logdir, path, overwrite=False, fmt=...) -> str``, the export of a run
-        whose policy is not the actor-critic network (TAAC); None exports that network.
-      check_export: ``(logdir, path, fmt=..., steps=...) -> ParityReport`` for
-        ``export_run``'s artefacts; None when it has none.
+      restore_policy: ``(logdir) -> PolicyModule``: the policy a run directory exports
+        (:mod:`tfagents_vtrace.export.policy_module`; ``tfv-export`` writes and checks it in
+        every format); the actor-critic network's by default, TAAC's own module for TAAC.
       check_run: ``(config, run_config) -> None``: raises ValueError naming a setting when
         the agent's config cannot run with the run's (e.g. a batch that does not split into
         IMPALA's minibatches); None accepts every combination.
       activation: what ``NetworkConfig.activation="auto"`` means for this agent's networks.
-      export_formats: the formats its runs export.
       spaces: the observation and action spaces it takes (what the space check reads); the
         built-in agents' default to their row of ``spaces.SUPPORTED_SPACES``, an agent of
         one's own declares them.
@@ -50,11 +56,9 @@ class AgentSpec:
     Learner: type | None = None
     run_agent: Callable | None = None
     network_config_for: Callable | None = None
-    export_run: Callable | None = None
-    check_export: Callable | None = None
+    restore_policy: Callable = restore_actor_critic_policy
     check_run: Callable | None = None
     activation: str = "tanh"
-    export_formats: tuple[str, ...] = ACTOR_CRITIC_EXPORTS
     spaces: AgentSpaces | None = None
 
     def __post_init__(self) -> None:

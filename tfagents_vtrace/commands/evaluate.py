@@ -1,9 +1,10 @@
 """Evaluate an exported policy: ``tfv-evaluate --policy=DIR/policy --env=ID``.
 
-Loads the SavedModel of DESIGN.md's export contract with plain ``tf.saved_model.load`` (nothing
-of the training run is needed), runs ``--episodes`` episodes on ``--num_envs`` vectorized
-environments (NEXT_STEP autoreset, see ``tfagents_vtrace.envs``), prints one line per episode
-and ends with one JSON line: ``{"mean", "std", "min", "max", "episodes", ...}``.
+Loads the SavedModel of the policy-module contract (``tfagents_vtrace.export.policy_module``)
+with plain ``tf.saved_model.load`` (nothing of the training run is needed), runs
+``--episodes`` episodes on ``--num_envs`` vectorized environments (NEXT_STEP autoreset, see
+``tfagents_vtrace.envs``), prints one line per episode and ends with one JSON line:
+``{"mean", "std", "min", "max", "episodes", ...}``.
 
 Recurrent policies are driven as in training (Espeholt et al., "IMPALA", 2018,
 https://arxiv.org/abs/1802.01561; Wang et al., "Learning to reinforcement learn", 2016,
@@ -18,7 +19,7 @@ Bad flags end with one line on stderr and exit code 2 (``commands.cli``): the co
 ``--policy`` directory, the ``--env`` id, and whether the env's observation and action spaces
 are those the policy was exported for (its input signature and ``metadata``). A ``--policy``
 whose files are damaged (a truncated ``saved_model.pb``, a missing ``variables/``) ends with
-one line naming it and the cause, and exit code 1 (``playing.PolicyLoadError``).
+one line naming it and the cause, and exit code 1 (``export.playing.PolicyLoadError``).
 """
 
 import time
@@ -43,7 +44,7 @@ from tfagents_vtrace.commands.cli import (  # noqa: E402
     reports_flag_errors,
     run,
 )
-from tfagents_vtrace.playing import _input_specs, run_episodes, summarize  # noqa: E402, F401
+from tfagents_vtrace.export.playing import input_specs, run_episodes, summarize  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -53,7 +54,7 @@ def policy_io(policy: Any) -> dict:
 
     Shapes and dtypes come from the input signature of ``greedy_action`` (every policy of the
     export contract has one); ``num_actions`` from the JSON ``metadata`` when the policy
-    carries it (``tfagents_vtrace.export``), else None.
+    carries it (``tfagents_vtrace.export.actor_critic``), else None.
 
     Returns:
       ``{"observation_shape": tuple, "observation_dtype": np.dtype, "discrete": bool,
@@ -63,7 +64,7 @@ def policy_io(policy: Any) -> dict:
     """
     import tensorflow as tf
 
-    specs = _input_specs(policy.greedy_action)
+    specs = input_specs(policy.greedy_action)
     obs, act = specs["observation"], specs["prev_action"]
     meta = json.loads(policy.metadata.numpy()) if hasattr(policy, "metadata") else {}
     discrete = bool(meta.get("is_discrete", act.dtype.is_integer))
@@ -218,7 +219,7 @@ def main(argv: list[str]) -> None:
     observation_space, action_space = env_spaces(FLAGS.env, env_kwargs)
     import tensorflow as tf
 
-    from tfagents_vtrace.playing import PolicyLoadError, load_policy
+    from tfagents_vtrace.export.playing import PolicyLoadError, load_policy
 
     tf.random.set_seed(FLAGS.seed)
     try:

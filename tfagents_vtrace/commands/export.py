@@ -2,33 +2,31 @@
 
 ``--format=saved_model|tflite|onnx [--check]``.
 
-Rebuilds the network from ``DIR/config.json`` (or, for agents with an ``export_run``, such as
-TAAC, lets the agent rebuild its policy and, with ``--check``, check it with its
-``check_export``), restores the latest checkpoint in
-``DIR/checkpoints`` and writes the SavedModel of DESIGN.md's export contract to PATH
-(Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561, is the agent family), or
-with ``--format=tflite`` / ``--format=onnx`` one LiteRT / ONNX file
-(``tfagents_vtrace.export_litert``, ``tfagents_vtrace.export_onnx``; the ``litert`` / ``onnx``
-extras run them). The artefact is written beside PATH and renamed into place: ``--overwrite``
-replaces only an artefact of the same format (a SavedModel directory, a LiteRT or ONNX model
-file), never another file or non-empty directory, and a failed export keeps the previous one.
+The run's agent rebuilds its policy (``AgentSpec.restore_policy``: the network or, for TAAC,
+the learner from ``DIR/config.json`` with the latest checkpoint in ``DIR/checkpoints``), and
+:mod:`tfagents_vtrace.export.artefacts` writes it to PATH: the SavedModel of the policy-module
+contract (:mod:`tfagents_vtrace.export.policy_module`; Espeholt et al., "IMPALA", 2018,
+https://arxiv.org/abs/1802.01561, is the agent family), or with ``--format=tflite`` /
+``--format=onnx`` one LiteRT / ONNX file (:mod:`tfagents_vtrace.export.litert`,
+:mod:`tfagents_vtrace.export.onnx`; the ``litert`` / ``onnx`` extras run them). The artefact
+is written beside PATH and renamed into place: ``--overwrite`` replaces only an artefact of
+the same format (a SavedModel directory, a LiteRT or ONNX model file), never another file or
+non-empty directory, and a failed export keeps the previous one.
 
-``--check`` then runs the trajectory parity check of ``tfagents_vtrace.export_parity``: a
+``--check`` then runs the trajectory parity check of :mod:`tfagents_vtrace.export.parity`: a
 SavedModel of the same weights acts ``--check_steps`` steps in the run's env (episodes cut
 so that resets fall inside the window), the artefact replays the same inputs and noise, and
 greedy and sampled actions must be identical and every float output within
-``1e-5 + 1e-6 * |reference|``. For a
-SavedModel the artefact is checked against the restored network in process. One JSON line
-reports the max abs differences; a failed check exits with code 1. A TAAC run's files are
-checked against a SavedModel whose ``greedy_action`` has ``epsilon_greedy=0``, as theirs
-(``tfagents_vtrace.agents.taac.portable``).
+``1e-5 + 1e-6 * |reference|``. A SavedModel is checked against the restored policy in
+process, a file against a SavedModel of the policy it was traced from (for TAAC, its
+``greedy_action`` with ``epsilon_greedy=0``, as the file's). One JSON line reports the max
+abs differences; a failed check exits with code 1.
 
 A run directory without config or checkpoint, or whose env id is not a registered gymnasium
 id (``config.json`` is data: a ``module:`` prefix, which gymnasium would import, is refused),
-a PATH that may not be written, a format the run's agent cannot export or whose extra is not
-installed, ends with one line on stderr and exit code 2 (``commands.cli``). A run whose
-checkpoints are all damaged (none reads back whole) ends with one line naming them and exit
-code 1.
+a PATH that may not be written, or a format whose extra is not installed, ends with one line
+on stderr and exit code 2 (``commands.cli``). A run whose checkpoints are all damaged (none
+reads back whole) ends with one line naming them and exit code 1.
 """
 
 import importlib.util
@@ -47,15 +45,9 @@ from tfagents_vtrace.commands.cli import (  # noqa: E402
     reports_flag_errors,
     run,
 )
+from tfagents_vtrace.export.target import FORMATS, check_target  # noqa: E402 - no TensorFlow
 
 FLAGS = flags.FLAGS
-FORMATS = ("saved_model", "tflite", "onnx")
-DEFAULT_NAMES = {"saved_model": "policy", "tflite": "policy.tflite", "onnx": "policy.onnx"}
-# The modules each format needs to be written (export) and run (--check), and their extra.
-NEEDS = {
-    "tflite": ((), ("ai_edge_litert",), "litert"),
-    "onnx": (("tf2onnx",), ("onnxruntime",), "onnx"),
-}
 
 
 def define_flags() -> None:
@@ -76,7 +68,7 @@ def define_flags() -> None:
     flags.DEFINE_enum(
         "format",
         "saved_model",
-        FORMATS,
+        list(FORMATS),
         "saved_model (TF), tflite (LiteRT, builtin ops, float32; run with the litert extra) "
         "or onnx (tf2onnx; the onnx extra).",
     )
@@ -89,7 +81,7 @@ def define_flags() -> None:
         "check",
         False,
         "After exporting, check trajectory parity with a SavedModel of the same weights "
-        "(tfagents_vtrace.export_parity); exit code 1 when it fails.",
+        "(tfagents_vtrace.export.parity); exit code 1 when it fails.",
     )
     flags.DEFINE_integer("check_steps", 300, "Environment steps of the --check window.")
     flags.mark_flag_as_required("logdir")
@@ -97,33 +89,25 @@ def define_flags() -> None:
 
 def _check_extras(fmt: str, check: bool) -> None:
     """FlagError naming ``--format`` (or ``--check``) when a module the format needs is absent."""
-    if fmt not in NEEDS:
-        return
-    write, run, extra = NEEDS[fmt]
-    for flag, modules in (("format", write), ("check", run if check else ())):
+    need = FORMATS[fmt]
+    uses = [("format", "export", need.write_modules), ("check", "runs", need.run_modules)]
+    for flag, use, modules in uses[: 2 if check else 1]:
         missing = [m for m in modules if importlib.util.find_spec(m) is None]
         if missing:
-            raise FlagError(
-                flag,
-                f"{fmt} {'export' if flag == 'format' else 'runs'} needs {', '.join(missing)}: "
-                f"pip install 'tfagents_vtrace[{extra}]'",
-            )
+            install = f"pip install 'tfagents_vtrace[{need.extra}]'"
+            raise FlagError(flag, f"{fmt} {use} needs {', '.join(missing)}: {install}")
 
 
 def _check_output(output: str, fmt: str, overwrite: bool) -> None:
-    from tfagents_vtrace.export_target import check_export_file, check_export_path  # no TF
-
     try:  # a file, a link or a non-empty non-artefact: refused even with --overwrite
-        if fmt == "saved_model":
-            check_export_path(output, overwrite=True, name="output")
-        else:
-            check_export_file(output, fmt, overwrite=True, name="output")
+        check_target(output, fmt, overwrite=True, name="output")
     except ValueError as e:
         message = str(e).split(": ", 1)[1]  # "output: ..." -> "--output: ..."
         raise FlagError("output", message.replace("with overwrite", "with --overwrite")) from None
-    exists = os.path.isdir(output) and os.listdir(output)
-    if fmt != "saved_model":
+    if FORMATS[fmt].is_file:
         exists = os.path.isfile(output) and os.path.getsize(output) > 0
+    else:
+        exists = os.path.isdir(output) and os.listdir(output)
     if exists and not overwrite:
         message = f"{output} exists and is not empty; pass --overwrite to replace it"
         raise FlagError("output", message)
@@ -161,28 +145,9 @@ def check_flags(
     _check_extras(fmt, check)
     if check:
         check_int("check_steps", check_steps, 2)
-    output = output or os.path.join(logdir, DEFAULT_NAMES[fmt])
+    output = output or os.path.join(logdir, FORMATS[fmt].default_name)
     _check_output(output, fmt, overwrite)
     return output
-
-
-def parity_check(network, path: str, fmt: str, env_id: str, steps: int, env_kwargs=None):
-    """The ``--check`` report of artefact ``path`` (see the module docstring)."""
-    import tempfile
-
-    from tfagents_vtrace.envs import make_env
-    from tfagents_vtrace.export import PolicyModule, export_policy
-    from tfagents_vtrace.export_parity import SavedModelRunner, check_parity, open_runner
-
-    env = make_env(env_id, **(env_kwargs or {}))
-    try:
-        if fmt == "saved_model":  # the written SavedModel against the restored network
-            return check_parity(path, SavedModelRunner(PolicyModule(network)), env, steps=steps)
-        with tempfile.TemporaryDirectory(prefix="export-check-") as tmp:
-            reference = export_policy(network, os.path.join(tmp, "reference"))
-            return check_parity(reference, open_runner(path), env, steps=steps)
-    finally:
-        env.close()
 
 
 def _damaged_checkpoints(error: ValueError) -> None:
@@ -200,8 +165,7 @@ def main(argv) -> None:
         FLAGS.logdir, FLAGS.output, FLAGS.overwrite, fmt, FLAGS.check, FLAGS.check_steps
     )
     from tfagents_vtrace.agents import get_agent
-    from tfagents_vtrace.export import export_onnx, export_policy, export_tflite
-    from tfagents_vtrace.runtime.rundir.checkpointing import restore_network
+    from tfagents_vtrace.export import artefacts
     from tfagents_vtrace.runtime.rundir.config_io import read_config, read_env_id, read_env_kwargs
 
     if FLAGS.env:  # the run's own environment: module:Env-v0 imports what it names
@@ -218,33 +182,22 @@ def main(argv) -> None:
     with flag_error_from("logdir", ValueError):
         env_id = read_env_id(config, FLAGS.logdir)
         env_kwargs = read_env_kwargs(config, env_id)
-        agent_name = config.get("agent", "impala")
-        agent = get_agent(agent_name)
-    if agent.export_run is not None:  # agents whose policy is not the actor-critic network
-        formats = agent.export_formats
-        if fmt not in formats:
-            raise FlagError("format", f"{agent_name} runs export {', '.join(formats)} only")
-        if FLAGS.check and agent.check_export is None:
-            raise FlagError("check", f"{agent_name} runs have no parity check")
-        try:
-            path = agent.export_run(FLAGS.logdir, output, overwrite=FLAGS.overwrite, fmt=fmt)
-        except ValueError as e:
-            _damaged_checkpoints(e)
-            raise
-        print(path, flush=True)
-        if FLAGS.check:
-            _report(agent.check_export(FLAGS.logdir, path, fmt=fmt, steps=FLAGS.check_steps))
-        return
+        agent = get_agent(config.get("agent", "impala"))
     try:
-        network = restore_network(FLAGS.logdir)
+        policy = agent.restore_policy(FLAGS.logdir)
     except ValueError as e:
         _damaged_checkpoints(e)
         raise
-    write = {"saved_model": export_policy, "tflite": export_tflite, "onnx": export_onnx}[fmt]
-    path = write(network, output, overwrite=FLAGS.overwrite)
+    path = artefacts.write(policy, output, fmt, overwrite=FLAGS.overwrite)
     print(path, flush=True)
     if FLAGS.check:
-        _report(parity_check(network, path, fmt, env_id, FLAGS.check_steps, env_kwargs))
+        from tfagents_vtrace.envs import make_env
+
+        env = make_env(env_id, **env_kwargs)
+        try:
+            _report(artefacts.check(policy, path, fmt, env, steps=FLAGS.check_steps))
+        finally:
+            env.close()
 
 
 def _report(report) -> None:

@@ -131,7 +131,7 @@ class NetworkAgent:
         return make_policy(self.acting_network(), self.run_config.policy_impl, greedy=True)
 
     def export(self, path: str) -> None:
-        from tfagents_vtrace.export import export_policy
+        from tfagents_vtrace.export.saved_model import export_policy
 
         export_policy(self.learner.network, path, overwrite=True)
 

@@ -5,15 +5,14 @@ https://arxiv.org/abs/2104.06521).
 (:mod:`tfagents_vtrace.agents`) returns: the config (:class:`TaacConfig`, ``trajectory`` selects
 TAAC/TaacL/TaacQ), the learner (:class:`TaacLearner`: networks, optimizers, the compiled
 update), the run agent (:class:`TaacAgent`, the replay-driven agent that the run driver runs
-for ``tfv-train --agent=taac``), ``export_run`` (the policy of a run directory as a
-SavedModel, LiteRT or ONNX file, for ``experiments.export``; ``EXPORT_FORMATS``) and
-``check_export`` (its trajectory parity check, for ``experiments.export --check``).
+for ``tfv-train --agent=taac``) and ``restore_policy`` (the exported policy of a run
+directory, :class:`~tfagents_vtrace.agents.taac.export.TaacPolicyModule`, for ``tfv-export``).
 """
 
 from tfagents_vtrace.agents.spec import AgentSpec
 from tfagents_vtrace.agents.taac.agent import TaacAgent
 from tfagents_vtrace.agents.taac.config import TaacConfig, check_run
-from tfagents_vtrace.agents.taac.export import EXPORT_FORMATS, check_export, export_run
+from tfagents_vtrace.agents.taac.export import TaacPolicyModule, restore_policy
 from tfagents_vtrace.agents.taac.learner import TaacLearner
 from tfagents_vtrace.agents.taac.policy import TaacPolicy, act_step
 from tfagents_vtrace.agents.taac.trajectories import Trajectory
@@ -23,21 +22,18 @@ SPEC = AgentSpec(
     TaacConfig,
     Learner=TaacLearner,
     run_agent=TaacAgent,
-    export_run=export_run,
-    check_export=check_export,
-    export_formats=EXPORT_FORMATS,
+    restore_policy=restore_policy,
     check_run=check_run,
 )
 
 __all__ = [
     "SPEC",
-    "EXPORT_FORMATS",
     "TaacConfig",
     "TaacLearner",
     "TaacPolicy",
+    "TaacPolicyModule",
     "TaacAgent",
     "Trajectory",
     "act_step",
-    "check_export",
-    "export_run",
+    "restore_policy",
 ]

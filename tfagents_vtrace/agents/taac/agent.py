@@ -135,9 +135,10 @@ class TaacAgent:
         return policy
 
     def export(self, path: str) -> None:
-        from tfagents_vtrace.agents.taac.export import export_taac_policy
+        from tfagents_vtrace.agents.taac.export import TaacPolicyModule
+        from tfagents_vtrace.export.saved_model import export_policy
 
-        export_taac_policy(self.learner, path, self.space, overwrite=True)
+        export_policy(TaacPolicyModule(self.learner, self.space), path, overwrite=True)
 
     def row_fields(self, times: dict | None) -> dict:
         fields = {} if times is None else self.rollout.repeats.fields()

@@ -58,7 +58,7 @@ _RUN_ENTRIES = (
     "events.out.tfevents.*",
     "config.before-resume-*.json",
     "config.damaged-*.json",
-    "policy.tmp-*",  # an export killed before its rename (export_target.write_atomically)
+    "policy.tmp-*",  # an export killed before its rename (export.target.write_atomically)
     "policy.old-*",
 )
 # What a write killed before its rename leaves: not counted as files, removed with the run.
@@ -443,7 +443,7 @@ def discard_start_files(logdir: str) -> None:
 
 
 def remove_partial_exports(logdir: str) -> None:
-    """Cleans what exports killed before their rename left (``export_target.
+    """Cleans what exports killed before their rename left (``export.target.
     write_atomically``): ``policy.tmp-*`` are removed; a ``policy.old-*`` (the previous
     export, moved away just before the new one took its place) is put back as ``policy/``
     when there is none, else removed. Only in a directory holding a checkpoint: a run exports

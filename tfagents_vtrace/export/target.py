@@ -1,6 +1,8 @@
-"""Where a policy SavedModel goes: checked first, written beside, renamed into place.
+"""The export formats, and where an artefact goes: checked first, written beside, renamed.
 
-Export never deletes what it did not write (DESIGN.md, "Experiments contract"):
+:data:`FORMATS` is the one list of formats a policy is exported to (``tfv-export --format``
+and :func:`tfagents_vtrace.export.artefacts.write` read it): a SavedModel directory, a LiteRT
+(TFLite) file, an ONNX file. Export never deletes what it did not write:
 
 * :func:`check_export_path` refuses a ``path`` that is a file, a symbolic link, or a non-empty
   directory without ``saved_model.pb``, whatever ``overwrite`` says; an existing SavedModel is
@@ -14,20 +16,74 @@ Export never deletes what it did not write (DESIGN.md, "Experiments contract"):
 Single-file artefacts (a LiteRT ``.tflite`` model, an ONNX model) follow the same rules with
 :func:`check_export_file` and :func:`write_file_atomically`: only a file that is already a
 model of that format is replaced (with ``overwrite``), the bytes go to a temporary sibling file
-first and ``os.replace`` puts them into place.
+first and ``os.replace`` puts them into place. :func:`check_target` picks the check of a format.
 
-No TensorFlow import: ``experiments.export`` checks its ``--output`` before TensorFlow loads.
+No TensorFlow import: ``tfv-export`` checks its ``--format`` and ``--output`` before
+TensorFlow loads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
 
 SAVED_MODEL_FILE = "saved_model.pb"
-FILE_FORMATS = {"tflite": "LiteRT (TFLite) model", "onnx": "ONNX model written by tf2onnx"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Format:
+    """One export format.
+
+    Attributes:
+      what: the artefact, as errors name it.
+      default_name: its name in a run directory (``tfv-export`` without ``--output``).
+      is_file: one file (LiteRT, ONNX), not a directory (SavedModel).
+      write_modules: the modules that write it; run_modules: those that run it (the parity
+        check); extra: the package extra that installs both (None: TensorFlow alone).
+    """
+
+    what: str
+    default_name: str
+    is_file: bool = True
+    write_modules: tuple[str, ...] = ()
+    run_modules: tuple[str, ...] = ()
+    extra: str | None = None
+
+
+FORMATS = {
+    "saved_model": Format("SavedModel", "policy", is_file=False),
+    "tflite": Format(
+        "LiteRT (TFLite) model", "policy.tflite", run_modules=("ai_edge_litert",), extra="litert"
+    ),
+    "onnx": Format(
+        "ONNX model written by tf2onnx",
+        "policy.onnx",
+        write_modules=("tf2onnx",),
+        run_modules=("onnxruntime",),
+        extra="onnx",
+    ),
+}
+
+
+def check_format(fmt: str) -> Format:
+    """The :class:`Format` named ``fmt``.
+
+    Raises:
+      ValueError: ``fmt`` is not a key of :data:`FORMATS`.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt: expected one of {', '.join(FORMATS)}, received {fmt!r}")
+    return FORMATS[fmt]
+
+
+def check_target(path: str | os.PathLike, fmt: str, overwrite: bool, name: str = "path") -> bool:
+    """:func:`check_export_path` for a SavedModel, :func:`check_export_file` for a file."""
+    if check_format(fmt).is_file:
+        return check_export_file(path, fmt, overwrite, name)
+    return check_export_path(path, overwrite, name)
 
 
 def check_export_path(path: str | os.PathLike, overwrite: bool, name: str = "path") -> bool:
@@ -124,7 +180,7 @@ def is_model_file(path: str | os.PathLike, fmt: str) -> bool:
         return head[4:8] == b"TFL3"
     if fmt == "onnx":
         return head[:1] == b"\x08" and b"tf2onnx" in head
-    raise ValueError(f"fmt: expected one of {sorted(FILE_FORMATS)}, received {fmt!r}")
+    raise ValueError(f"fmt: expected tflite or onnx, received {fmt!r}")
 
 
 def check_export_file(
@@ -139,7 +195,7 @@ def check_export_file(
         model and ``overwrite`` is False. An empty file is replaced like an empty directory.
     """
     path = os.fspath(path)
-    what = FILE_FORMATS[fmt]
+    what = FORMATS[fmt].what
     if os.path.islink(path):
         raise ValueError(f"{name}: {path} is a symbolic link; give the file itself")
     if not os.path.exists(path):

@@ -1,5 +1,6 @@
-"""Playing an exported policy: a SavedModel of DESIGN.md's export contract stepped in
-environments, with the recurrent bookkeeping done for the caller.
+"""Playing an exported policy: a SavedModel of the policy-module contract
+(:mod:`tfagents_vtrace.export.policy_module`) stepped in environments, with the recurrent
+bookkeeping done for the caller.
 
 A policy takes, besides the observation, ``first`` (the step starts an episode: the policy
 resets its state there), the previous action and the previous reward (zeros at ``first``),
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 
-def _input_specs(fn: Any) -> dict:
+def input_specs(fn: Any) -> dict:
     """Name -> TensorSpec (or nest of them) of a restored tf.function's inputs."""
     concrete = fn.concrete_functions[0]
     args, kwargs = concrete.structured_input_signature
@@ -67,7 +68,7 @@ class Policy:
         import tensorflow as tf
 
         self._tf, self.saved_model, self.path = tf, policy, path
-        specs = _input_specs(policy.greedy_action)
+        specs = input_specs(policy.greedy_action)
         self.observation_spec = specs["observation"]
         self._action_spec = specs["prev_action"]
         self.metadata = json.loads(policy.metadata.numpy()) if hasattr(policy, "metadata") else {}

@@ -1,4 +1,4 @@
-"""Trajectory parity of an exported policy (LiteRT, ONNX, SavedModel) with its SavedModel.
+"""Trajectory parity of an exported policy (LiteRT, ONNX, SavedModel) with a SavedModel.
 
 The check that an artefact *acts* like the policy it came from (IMPALA's actor, Espeholt et
 al. 2018, https://arxiv.org/abs/1802.01561, steps the same recurrent policy one call at a
@@ -11,15 +11,16 @@ time, so that is what is compared):
    are kept.
 2. :func:`replay`: the candidate is fed the same observations, ``first`` flags, previous
    actions and rewards and noise, carrying its *own* recurrent state from step to step (or,
-   with ``teacher_forcing``, fed the reference's: for TaacL / TaacQ, whose trajectory
-   dynamics amplify float rounding).
+   with ``teacher_forcing``, fed the reference's: for policies whose state dynamics amplify
+   float rounding, e.g. TaacL / TaacQ).
 3. :func:`compare`: greedy and sampled actions must be identical (discrete) or within
    ``atol`` (continuous); logits / loc / scale / q, value, log_prob and every state tensor
    within ``atol + rtol * |reference|`` (numpy's ``allclose`` rule; defaults 1e-5 and 1e-6:
    a few float32 roundings of values of any size, e.g. a CartPole value of 100 has a
    float32 spacing of 7.6e-6).
 
-:func:`check_parity` runs the three. Runners wrap each format behind one interface:
+:func:`check_parity` runs the three (``tfv-export --check`` calls it through
+:func:`tfagents_vtrace.export.artefacts.check`). Runners wrap each format behind one interface:
 ``initial_state(batch_size)``, ``greedy(inputs)`` and ``sample(inputs, noise)`` on dicts of
 numpy arrays named as the SavedModel's flat signatures (``observation, first, prev_action,
 prev_reward, state_0, ...`` -> ``action, value, log_prob, ..., state_0, ...``). ``noise`` is
@@ -66,7 +67,7 @@ def is_noise_key(key: str) -> bool:
 
 class SavedModelRunner:
     """A SavedModel policy (a path, a loaded SavedModel, or an in-process
-    :class:`tfagents_vtrace.export.PolicyModule`) through its flat signatures."""
+    :class:`~tfagents_vtrace.export.policy_module.PolicyModule`) through its flat signatures."""
 
     def __init__(self, policy):
         import tensorflow as tf
@@ -282,7 +283,8 @@ def replay(candidate, trajectory: dict, teacher_forcing: bool = False) -> dict:
     With ``teacher_forcing`` the candidate's state at step t is instead the reference's
     (``sample/state_*`` of step t - 1; both initial states at t = 0), so every step is
     compared from the same inputs: the check for policies whose own state dynamics amplify
-    rounding (TaacL / TaacQ trajectories, see ``tfagents_vtrace.agents.taac.export``).
+    rounding (``PolicyModule.parity_teacher_forcing``: TaacL / TaacQ trajectories, see
+    ``tfagents_vtrace.agents.taac.export``).
     """
     steps, batch = trajectory["first"].shape[:2]
     state = candidate.initial_state(batch)
