@@ -43,48 +43,49 @@ def _dense(units: int, scale: float, activation=None, bias: float = 0.0) -> kera
     )
 
 
-class CategoricalHead(keras.layers.Layer):
+class _LogitsHead(keras.layers.Layer):
+    """One dense layer of logits (orthogonal init of scale ``init_scale``):
+    ``[N, F] -> {KEY: [N, size]}``."""
+
+    KEY = "logits"
+
+    def __init__(self, size: int, init_scale: float, **kw):
+        super().__init__(**kw)
+        self.logits = _dense(size, init_scale)
+
+    def build(self, input_shape):
+        self.built = True  # sublayers build on the first call
+
+    def call(self, features: tf.Tensor) -> dict[str, tf.Tensor]:
+        return {self.KEY: self.logits(features)}
+
+
+class CategoricalHead(_LogitsHead):
     """Logits of a categorical policy: ``[N, F] -> {"logits": [N, num_actions]}``."""
 
     def __init__(self, num_actions: int, init_scale: float = 0.01, **kw):
-        super().__init__(**kw)
-        self.logits = _dense(num_actions, init_scale)
-
-    def build(self, input_shape):
-        self.built = True  # sublayers build on the first call
-
-    def call(self, features: tf.Tensor) -> dict[str, tf.Tensor]:
-        return {"logits": self.logits(features)}
+        super().__init__(num_actions, init_scale, **kw)
 
 
-class MultiCategoricalHead(keras.layers.Layer):
+class MultiCategoricalHead(_LogitsHead):
     """Logits of independent categoricals, one block per action dimension:
     ``[N, F] -> {"multi_logits": [N, sum(nvec)]}`` (see ``distributions.py``)."""
 
+    KEY = "multi_logits"
+
     def __init__(self, nvec, init_scale: float = 0.01, **kw):
-        super().__init__(**kw)
-        self.nvec = tuple(int(n) for n in nvec)
-        self.logits = _dense(sum(self.nvec), init_scale)
-
-    def build(self, input_shape):
-        self.built = True  # sublayers build on the first call
-
-    def call(self, features: tf.Tensor) -> dict[str, tf.Tensor]:
-        return {"multi_logits": self.logits(features)}
+        nvec = tuple(int(n) for n in nvec)
+        super().__init__(sum(nvec), init_scale, **kw)
+        self.nvec = nvec
 
 
-class BernoulliHead(keras.layers.Layer):
+class BernoulliHead(_LogitsHead):
     """Logits of independent Bernoulli bits: ``[N, F] -> {"bernoulli_logits": [N, n]}``."""
 
+    KEY = "bernoulli_logits"
+
     def __init__(self, num_bits: int, init_scale: float = 0.01, **kw):
-        super().__init__(**kw)
-        self.logits = _dense(num_bits, init_scale)
-
-    def build(self, input_shape):
-        self.built = True  # sublayers build on the first call
-
-    def call(self, features: tf.Tensor) -> dict[str, tf.Tensor]:
-        return {"bernoulli_logits": self.logits(features)}
+        super().__init__(num_bits, init_scale, **kw)
 
 
 class GaussianHead(keras.layers.Layer):
