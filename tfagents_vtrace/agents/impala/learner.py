@@ -66,12 +66,19 @@ METRIC_KEYS = (
     "learning_rate",
 )
 OLD_LOG_PROB, OLD_VALUE = "old_log_prob", "old_value"
+_STEP_INPUTS = ("observation", "first", "prev_action", "prev_reward")  # NetInputs, [T+1, B]
+VS, PG_ADV, MASK = "vs", "pg_advantages", "mask"
 
 
 LossTerms = collections.namedtuple(
     "LossTerms",
     ["vtrace", "values", "target_log_probs", "log_rhos", "entropy", "mask", "policy"],
 )
+
+
+def _unroll(network, batch: dict):
+    """The network's outputs over the unroll batch's ``T+1`` steps, from its start state."""
+    return network.unroll(NetInputs(*(batch[k] for k in _STEP_INPUTS)), tuple(batch["state"]))
 
 
 def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
@@ -84,10 +91,7 @@ def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
     clipped, and a truncated step's reward gains ``gamma * sg(V(final observation))`` with
     its discount set to 0 (module docstring).
     """
-    inputs = NetInputs(
-        batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
-    )
-    out = network.unroll(inputs, tuple(batch["state"]))
+    out = _unroll(network, batch)
     values = out.value  # [T+1, B]
     target = {k: v[:-1] for k, v in out.policy.items()}
     rewards, discounts, mask = loss_inputs.episode_targets(
@@ -119,24 +123,26 @@ def impala_loss(
 ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
     """The IMPALA loss of the module docstring, summed over ``[T, B]`` and times ``scale``.
 
-    ``scale`` is ``1 / (T * global_B)`` so replica losses sum to the global-batch mean;
-    ``entropy_cost`` overrides ``config.entropy_cost`` (the learner's annealed weight).
-    Returns ``(loss, metrics)``; metrics are scaled the same way (they sum over replicas),
-    with ``valid_fraction``, the scaled count of unmasked steps: :func:`masked_means` of the
-    summed metrics gives ``mean_rho`` and ``clip_fraction`` as means over those steps.
+    ``batch`` is an unroll batch, or a minibatch of single steps (entries of
+    :func:`step_batch`, ``[N, ...]``, told apart by their ``vs``) whose V-trace targets were
+    computed beforehand: the network runs on the N observations as one time step of N
+    columns (a feed-forward network has no state to carry), and ``vs`` / ``pg_advantages``
+    are the given ones. ``scale`` is ``1 / (T * global_B)`` (``1 / N``) so replica losses
+    sum to the global-batch mean; ``entropy_cost`` overrides ``config.entropy_cost`` (the
+    learner's annealed weight). Returns ``(loss, metrics)``; metrics are scaled the same way
+    (they sum over replicas), with ``valid_fraction``, the scaled count of unmasked steps:
+    :func:`masked_means` of the summed metrics gives ``mean_rho`` and ``clip_fraction`` as
+    means over those steps.
     """
-    terms = loss_terms(network, config, batch)
-    old_value = batch[OLD_VALUE][:-1] if OLD_VALUE in batch else None
+    if VS in batch:
+        terms, values, behaviour, old_log_prob, old_value = _step_terms(network, batch)
+    else:
+        terms = loss_terms(network, config, batch)
+        values, behaviour = terms.values[:-1], batch["policy"]
+        old_log_prob = batch.get(OLD_LOG_PROB)
+        old_value = batch[OLD_VALUE][:-1] if OLD_VALUE in batch else None
     return _combine(
-        network,
-        config,
-        terms,
-        terms.values[:-1],
-        batch["policy"],
-        batch.get(OLD_LOG_PROB),
-        old_value,
-        scale,
-        entropy_cost,
+        network, config, terms, values, behaviour, old_log_prob, old_value, scale, entropy_cost
     )
 
 
@@ -214,17 +220,10 @@ def _behaviour_kl(network, behaviour: dict, target: dict) -> tf.Tensor:
 def old_outputs(network, config: ImpalaConfig, batch: dict) -> dict[str, tf.Tensor]:
     """The learner's ``log pi_old(a_t|x_t)`` ``[T, B]`` and ``V_old`` ``[T+1, B]`` on
     ``batch`` with the current weights (stop-gradient), under the keys the loss reads."""
-    inputs = NetInputs(
-        batch["observation"], batch["first"], batch["prev_action"], batch["prev_reward"]
-    )
-    out = network.unroll(inputs, tuple(batch["state"]))
+    out = _unroll(network, batch)
     target = {k: v[:-1] for k, v in out.policy.items()}
     log_prob, _, _ = loss_inputs.policy_terms(network, target, batch["policy"], batch["action"])
     return {OLD_LOG_PROB: tf.stop_gradient(log_prob), OLD_VALUE: tf.stop_gradient(out.value)}
-
-
-_STEP_INPUTS = ("observation", "first", "prev_action", "prev_reward")  # [T+1, B]: first T rows
-VS, PG_ADV, MASK = "vs", "pg_advantages", "mask"
 
 
 def _merge(x: tf.Tensor) -> tf.Tensor:
@@ -259,37 +258,19 @@ def step_targets(terms: LossTerms) -> dict[str, tf.Tensor]:
     }
 
 
-def step_loss(
-    network,
-    config: ImpalaConfig,
-    steps: dict,
-    scale: float | tf.Tensor,
-    entropy_cost: float | tf.Tensor | None = None,
-) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-    """The loss of :func:`impala_loss` on a minibatch of single steps (entries of
-    :func:`step_batch`, ``[N, ...]``) whose V-trace targets were computed beforehand:
-    the network runs on the N observations as one time step of N columns (a feed-forward
-    network has no state to carry), and ``vs`` / ``pg_advantages`` are the given ones."""
-    inputs = NetInputs(*(tf.nest.map_structure(lambda x: x[None], steps[k]) for k in _STEP_INPUTS))
-    out = network.unroll(inputs, ())
+def _step_terms(network, steps: dict) -> tuple:
+    """:func:`impala_loss`'s terms, values, behaviour policy, ``old_log_prob`` and
+    ``old_value`` on a minibatch of single steps, as one time step ``[1, N, ...]``."""
     lead = lambda x: x[None]
+    inputs = NetInputs(*(tf.nest.map_structure(lead, steps[k]) for k in _STEP_INPUTS))
+    out = network.unroll(inputs, ())
     policy = tf.nest.map_structure(lead, steps["policy"])
     target_lp, log_rhos, entropy = loss_inputs.policy_terms(
         network, out.policy, policy, lead(steps["action"])
     )
     vt = vtrace.VTraceReturns(vs=lead(steps[VS]), pg_advantages=lead(steps[PG_ADV]))
     terms = LossTerms(vt, None, target_lp, log_rhos, entropy, lead(steps[MASK]), out.policy)
-    return _combine(
-        network,
-        config,
-        terms,
-        out.value,
-        policy,
-        lead(steps[OLD_LOG_PROB]),
-        lead(steps[OLD_VALUE]),
-        scale,
-        entropy_cost,
-    )
+    return terms, out.value, policy, lead(steps[OLD_LOG_PROB]), lead(steps[OLD_VALUE])
 
 
 class ImpalaLearner(ReplicatedLearner):
@@ -373,7 +354,7 @@ class ImpalaLearner(ReplicatedLearner):
         def sgd_step(i, targets):
             sub = tf.nest.map_structure(lambda x: tf.gather(x, order[i]), {**steps, **targets})
             with tf.GradientTape() as tape:
-                loss, metrics = step_loss(self.network, self.config, sub, scale, *inputs)
+                loss, metrics = impala_loss(self.network, self.config, sub, scale, *inputs)
             return self._apply(tape.gradient(loss, variables), metrics, inputs)
 
         def epoch_targets():
