@@ -36,6 +36,23 @@ FRAME_STACK = 4
 SCREEN_SIZE = 84
 NOOP_MAX = 30
 
+# The preprocessing of the module docstring as its two implementations take it: gymnasium's
+# AtariPreprocessing wrapper (modes "sync" / "async", frames stacked by FrameStackObservation)
+# and ALE's AtariVectorEnv (mode "auto"). A row per setting: (AtariPreprocessing keyword,
+# AtariVectorEnv keyword, value); None where one takes no such keyword (AtariPreprocessing
+# always max-pools the last two frames, never clips rewards nor presses FIRE at reset).
+_PREPROCESSING = (
+    ("noop_max", "noop_max", NOOP_MAX),
+    ("frame_skip", "frameskip", FRAME_SKIP),
+    ("terminal_on_life_loss", "episodic_life", False),
+    ("grayscale_obs", "grayscale", True),
+    ("scale_obs", None, False),
+    (None, "stack_num", FRAME_STACK),
+    (None, "maxpool", True),
+    (None, "reward_clipping", False),
+    (None, "use_fire_reset", False),
+)
+
 
 def _require(module: str, extra: str, what: str) -> None:
     if importlib.util.find_spec(module) is None:
@@ -51,6 +68,27 @@ def _register_ale() -> None:
     gym.register_envs(ale_py)
 
 
+def _keywords(implementation: int) -> dict[str, Any]:
+    """The :data:`_PREPROCESSING` keywords of implementation 0 (AtariPreprocessing) or 1
+    (AtariVectorEnv)."""
+    return {row[implementation]: row[2] for row in _PREPROCESSING if row[implementation]}
+
+
+def _wrapped_vector_env(env_id, num_envs, mode, wrapper, env_kwargs, **fixed) -> VectorEnv:
+    """``num_envs`` envs of ``env_id`` (``fixed`` and ``env_kwargs`` their keywords), each
+    wrapped by ``wrapper``, vectorized by gymnasium (``mode``: "sync" / "async"), NEXT_STEP
+    autoreset."""
+    return gym.make_vec(
+        env_id,
+        num_envs=num_envs,
+        vectorization_mode=mode,
+        vector_kwargs={"autoreset_mode": AutoresetMode.NEXT_STEP},
+        wrappers=[wrapper],
+        **fixed,
+        **env_kwargs,
+    )
+
+
 def _channels_last_space(space: spaces.Box) -> spaces.Box:
     """``[S, H, W]`` uint8 Box -> ``[H, W, S]``."""
     s, h, w = space.shape
@@ -59,15 +97,7 @@ def _channels_last_space(space: spaces.Box) -> spaces.Box:
 
 def _preprocess(env: gym.Env, screen_size: int = SCREEN_SIZE) -> gym.Env:
     """AtariPreprocessing + 4-frame stack + channels last, on an env with ``frameskip=1``."""
-    env = gym.wrappers.AtariPreprocessing(
-        env,
-        noop_max=NOOP_MAX,
-        frame_skip=FRAME_SKIP,
-        screen_size=screen_size,
-        terminal_on_life_loss=False,
-        grayscale_obs=True,
-        scale_obs=False,
-    )
+    env = gym.wrappers.AtariPreprocessing(env, screen_size=screen_size, **_keywords(0))
     env = gym.wrappers.FrameStackObservation(env, FRAME_STACK)
     return gym.wrappers.TransformObservation(
         env,
@@ -100,17 +130,10 @@ def make_atari_vector_env(
             env_id,
             num_envs=num_envs,
             vectorization_mode="vector_entry_point",
-            frameskip=FRAME_SKIP,
-            stack_num=FRAME_STACK,
             img_height=screen_size,
             img_width=screen_size,
-            grayscale=True,
-            maxpool=True,
-            noop_max=NOOP_MAX,
-            episodic_life=False,
-            reward_clipping=False,
-            use_fire_reset=False,
             autoreset_mode=AutoresetMode.NEXT_STEP,
+            **_keywords(1),
             **env_kwargs,
         )
         single = _channels_last_space(env.single_observation_space)
@@ -123,15 +146,8 @@ def make_atari_vector_env(
         # ALE's vector env returns integer rewards; the single-env path returns floats.
         return gym.wrappers.vector.TransformReward(env, lambda r: r.astype(np.float32))
     _require("cv2", "atari", "Atari preprocessing (AtariPreprocessing)")
-    return gym.make_vec(
-        env_id,
-        num_envs=num_envs,
-        vectorization_mode=mode,
-        vector_kwargs={"autoreset_mode": AutoresetMode.NEXT_STEP},
-        wrappers=[lambda env: _preprocess(env, screen_size)],
-        frameskip=1,
-        **env_kwargs,
-    )
+    wrapper = lambda env: _preprocess(env, screen_size)
+    return _wrapped_vector_env(env_id, num_envs, mode, wrapper, env_kwargs, frameskip=1)
 
 
 def _register_minatar() -> None:
@@ -165,11 +181,5 @@ def make_minatar_vector_env(
 ) -> VectorEnv:
     """``num_envs`` MinAtar envs (sync for "auto": they step in microseconds)."""
     _register_minatar()
-    return gym.make_vec(
-        env_id,
-        num_envs=num_envs,
-        vectorization_mode="sync" if mode == "auto" else mode,
-        vector_kwargs={"autoreset_mode": AutoresetMode.NEXT_STEP},
-        wrappers=[_cast(obs_dtype)],
-        **env_kwargs,
-    )
+    mode = "sync" if mode == "auto" else mode
+    return _wrapped_vector_env(env_id, num_envs, mode, _cast(obs_dtype), env_kwargs)
