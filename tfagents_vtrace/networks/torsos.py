@@ -137,8 +137,10 @@ def _dtype_policy(compute_dtype: str):
 
 class ConvTorso(keras.layers.Layer):
     """Valid-padded relu convolutions, flatten, one relu dense layer: ``[N, H, W, C]`` ->
-    ``[N, dense_size]``. ``convs``: ``(filters, kernel, stride)`` per layer. A subclass with
-    ``DENSE_SIZE = None`` ends at the flattened features unless ``dense_size`` is given."""
+    ``[N, dense_size]``. ``convs``: ``(filters, kernel, stride)`` per layer (a subclass may
+    build and apply other layers from them: :meth:`_build_convs`, :meth:`_apply_convs`). A
+    subclass with ``DENSE_SIZE = None`` ends at the flattened features unless ``dense_size``
+    is given."""
 
     CONVS: tuple[tuple[int, int, int], ...] = ()
     DENSE_SIZE: int | None = 256
@@ -157,6 +159,17 @@ class ConvTorso(keras.layers.Layer):
         super().__init__(**kw)
         self.input_scale = input_scale
         policy = _dtype_policy(compute_dtype)
+        self._build_convs(convs or self.CONVS, init, policy)
+        self.flatten = keras.layers.Flatten(dtype=policy)
+        size = dense_size or self.DENSE_SIZE
+        self.dense = None
+        if size is not None:
+            self.dense = keras.layers.Dense(
+                size, activation="relu", kernel_initializer=_kernel_init(init), dtype=policy
+            )
+
+    def _build_convs(self, convs, init: str, policy) -> None:
+        """The layers before the flatten, from ``convs``."""
         self.convs = [
             keras.layers.Conv2D(
                 filters,
@@ -167,24 +180,20 @@ class ConvTorso(keras.layers.Layer):
                 kernel_initializer=_kernel_init(init),
                 dtype=policy,
             )
-            for filters, kernel, stride in (convs or self.CONVS)
+            for filters, kernel, stride in convs
         ]
         track_layers(self, "conv", self.convs)
-        self.flatten = keras.layers.Flatten(dtype=policy)
-        size = dense_size or self.DENSE_SIZE
-        self.dense = None
-        if size is not None:
-            self.dense = keras.layers.Dense(
-                size, activation="relu", kernel_initializer=_kernel_init(init), dtype=policy
-            )
+
+    def _apply_convs(self, x: tf.Tensor) -> tf.Tensor:
+        for conv in self.convs:
+            x = conv(x)
+        return x
 
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = preprocess_observation(x, input_scale=self.input_scale)
-        for conv in self.convs:
-            x = conv(x)
+        x = self._apply_convs(preprocess_observation(x, input_scale=self.input_scale))
         x = self.flatten(x)
         x = x if self.dense is None else self.dense(x)
         return tf.cast(x, tf.float32)
@@ -253,27 +262,22 @@ class _ResidualBlock(keras.layers.Layer):
         return x + y
 
 
-class ImpalaResNet(keras.layers.Layer):
+class ImpalaResNet(ConvTorso):
     """The IMPALA deep ResNet torso: ``[N, H, W, C]`` -> ``[N, dense_size]``.
 
-    Each stage (channels 16, 32, 32): conv 3x3 same, max-pool 3x3 stride 2 same, then two
-    residual blocks. Spatial size shrinks by ~2 per stage (84 -> 42 -> 21 -> 11).
-    ``init`` and ``compute_dtype`` as :class:`ConvTorso`'s (kernel initializer of every conv
-    and the dense layer; bfloat16 arithmetic on float32 variables, float32 features out).
+    Each stage (``channels`` 16, 32, 32): conv 3x3 same, max-pool 3x3 stride 2 same, then two
+    residual blocks; a relu after the last stage. Spatial size shrinks by ~2 per stage
+    (84 -> 42 -> 21 -> 11). ``input_scale``, ``init`` and ``compute_dtype`` as
+    :class:`ConvTorso`'s (kernel initializer of every conv and the dense layer; bfloat16
+    arithmetic on float32 variables, float32 features out).
     """
 
-    def __init__(
-        self,
-        channels: tuple[int, ...] = (16, 32, 32),
-        dense_size: int = 256,
-        input_scale: float | None = None,
-        init: str = "glorot",
-        compute_dtype: str = "float32",
-        **kw,
-    ):
-        super().__init__(**kw)
-        self.input_scale = input_scale
-        policy = _dtype_policy(compute_dtype)
+    DENSE_SIZE = 256
+
+    def __init__(self, channels: tuple[int, ...] = (16, 32, 32), dense_size: int = 256, **kw):
+        super().__init__(dense_size, convs=channels, **kw)
+
+    def _build_convs(self, channels, init: str, policy) -> None:
         self.stage_convs = [
             keras.layers.Conv2D(
                 ch, 3, padding="same", kernel_initializer=_kernel_init(init), dtype=policy
@@ -289,19 +293,10 @@ class ImpalaResNet(keras.layers.Layer):
         ]
         track_layers(self, "stage_conv", self.stage_convs)
         track_layers(self, "stage_block", self.stage_blocks)
-        self.flatten = keras.layers.Flatten(dtype=policy)
-        self.dense = keras.layers.Dense(
-            dense_size, activation="relu", kernel_initializer=_kernel_init(init), dtype=policy
-        )
 
-    def build(self, input_shape):
-        self.built = True  # sublayers build on the first call
-
-    def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = preprocess_observation(x, input_scale=self.input_scale)
+    def _apply_convs(self, x: tf.Tensor) -> tf.Tensor:
         for conv, pool, (block0, block1) in zip(
             self.stage_convs, self.stage_pools, self.stage_blocks
         ):
             x = block1(block0(pool(conv(x))))
-        x = tf.nn.relu(x)
-        return tf.cast(self.dense(self.flatten(x)), tf.float32)
+        return tf.nn.relu(x)
