@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from gymnasium.envs.classic_control import CartPoleEnv
 
+from tfagents_vtrace.envs import failures as env_failures
 from tfagents_vtrace.envs.factory import make_vector_env
 from tfagents_vtrace.envs.resilient import ResilientSyncVectorEnv, TimedAsyncVectorEnv
-from tfagents_vtrace.runtime.acting import env_failures
 
 B = 4
 

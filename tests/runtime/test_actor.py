@@ -259,7 +259,7 @@ def test_a_nan_observation_never_reaches_the_policy():
 
 
 def test_an_always_failing_env_raises_env_failure_after_the_cap(monkeypatch):
-    from tfagents_vtrace.runtime.acting import env_failures
+    from tfagents_vtrace.envs import failures as env_failures
 
     monkeypatch.setattr(env_failures.time, "sleep", lambda s: None)
     FailingVectorEnv.calls = FailingVectorEnv.failures = 0
@@ -276,7 +276,7 @@ def test_an_always_failing_env_raises_env_failure_after_the_cap(monkeypatch):
 
 @pytest.mark.parametrize("impl", ["tf", "numpy"])
 def test_an_action_outside_the_space_stops_the_actor(impl):
-    from tfagents_vtrace.runtime.acting import env_failures
+    from tfagents_vtrace.envs import failures as env_failures
 
     actor = _actor(lambda seed: short_cartpole(B, seed), impl)
     step = actor.policy.step

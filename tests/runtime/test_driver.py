@@ -16,9 +16,9 @@ import tensorflow as tf
 import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.envs import env_spaces
+from tfagents_vtrace.envs import failures as env_failures
 from tfagents_vtrace.networks import NetworkConfig, make_network
 from tfagents_vtrace.replay import storage
-from tfagents_vtrace.runtime.acting import env_failures
 from tfagents_vtrace.runtime.acting.policies import make_policy
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import NonFiniteLossError, make_driver

@@ -5,9 +5,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from tfagents_vtrace.envs import failures as env_failures
 from tfagents_vtrace.envs.factory import make_vector_env
-from tfagents_vtrace.runtime.acting import env_failures
-from tfagents_vtrace.runtime.acting.env_failures import NonFiniteEnvOutput, check_env_output
+from tfagents_vtrace.envs.failures import (
+    NonFiniteEnvOutput,
+    check_env_output,
+)
 
 
 def test_failures_in_a_row_end_it_after_max_consecutive_with_a_doubling_capped_backoff(

@@ -12,9 +12,9 @@ import time
 import gymnasium as gym
 import pytest
 
+from tfagents_vtrace.envs import failures as env_failures
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime.acting import actor as actor_module
-from tfagents_vtrace.runtime.acting import env_failures
 from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, ActorThread, WeightStore
 from tfagents_vtrace.runtime.acting.unroll_sources import InlineSource, QueueSource
 from tfagents_vtrace.runtime.acting.workers import WorkerPool

@@ -13,9 +13,9 @@ import tensorflow as tf
 from tests.ray_kill import kill_process_0
 from tests.runtime.test_actor import FailingVectorEnv, short_cartpole
 from tfagents_vtrace.agents import get_agent
+from tfagents_vtrace.envs.failures import EnvFailure
 from tfagents_vtrace.networks import NetworkConfig
 from tfagents_vtrace.runtime.acting import ray_backend
-from tfagents_vtrace.runtime.acting.env_failures import EnvFailure
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import make_driver
 

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
+from tfagents_vtrace.envs.failures import EnvFailure
 from tfagents_vtrace.runtime.acting import ray_backend
-from tfagents_vtrace.runtime.acting.env_failures import EnvFailure
 from tfagents_vtrace.runtime.rundir import stop_signals
 from tfagents_vtrace.runtime.rundir.checkpoint_files import complete_steps
 

@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 
 from tests.agents._dict_env import DICT_ENV_ID, TinyDictEnv, register
+from tfagents_vtrace.envs.failures import (
+    InvalidAction,
+    NonFiniteEnvOutput,
+)
 from tfagents_vtrace.networks import NetworkConfig, make_network
 from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec
-from tfagents_vtrace.runtime.acting.env_failures import InvalidAction, NonFiniteEnvOutput
 from tfagents_vtrace.runtime.acting.policies import TFPolicy, make_policy, numpy_policy_class
 from tfagents_vtrace.runtime.acting.space_checks import check_actions, check_env_output
 

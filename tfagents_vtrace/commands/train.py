@@ -193,7 +193,7 @@ def _run(configs) -> dict:
     full disk, damaged checkpoints, a non-finite loss, memory running out, anything else)."""
     import gymnasium
 
-    from tfagents_vtrace.runtime.acting.env_failures import ActingError
+    from tfagents_vtrace.envs.failures import ActingError
     from tfagents_vtrace.runtime.run import run
     from tfagents_vtrace.runtime.rundir import stop_signals
     from tfagents_vtrace.runtime.rundir.checkpointing import CheckpointError

@@ -25,12 +25,12 @@ Either way the step's ``info`` holds ``env_failed`` (bool per sub-environment, w
 gymnasium's ``_env_failed`` mask) on the steps where an episode was cut. ``restarts`` counts
 the sub-environments made again; a warning is logged at the first one and then at most once a
 minute. The limits of one sub-environment's restarts (a window of its steps, failures in a
-row) are :class:`~tfagents_vtrace.runtime.acting.env_failures.RestartPolicy`'s; past them the step
-raises :class:`~tfagents_vtrace.runtime.acting.env_failures.EnvFailure`.
+row) are :class:`~tfagents_vtrace.envs.failures.RestartPolicy`'s; past them the step
+raises :class:`~tfagents_vtrace.envs.failures.EnvFailure`.
 
 :class:`TimedAsyncVectorEnv` is gymnasium's ``AsyncVectorEnv`` whose ``step`` and ``reset``
 wait at most ``step_timeout_s`` (gymnasium's own ``step_wait(timeout=...)``): past it the
-sub-processes are terminated and :class:`~tfagents_vtrace.runtime.acting.env_failures.EnvTimeout`
+sub-processes are terminated and :class:`~tfagents_vtrace.envs.failures.EnvTimeout`
 raised, so the caller recreates the whole vector.
 """
 
@@ -50,7 +50,7 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.vector.utils import concatenate, iterate
 
-from tfagents_vtrace.runtime.acting.env_failures import (
+from tfagents_vtrace.envs.failures import (
     F32_MAX,
     EnvTimeout,
     MalformedEnvOutput,
@@ -246,7 +246,7 @@ class ResilientSyncVectorEnv(SyncVectorEnv):
     def _replace(self, i: int, error: BaseException) -> tuple:
         """Closes sub-environment ``i`` and makes it again with a new seed until it resets
         (each failure counted by its :class:`RestartPolicy`, which may raise
-        :class:`~tfagents_vtrace.runtime.acting.env_failures.EnvFailure`); returns its first
+        :class:`~tfagents_vtrace.envs.failures.EnvFailure`); returns its first
         ``(observation, info)``."""
         gap = 2 if self.cut_as_truncation else 1  # the new env's first step comes after
         while True:
@@ -316,7 +316,7 @@ def _check_first(obs) -> None:
 class TimedAsyncVectorEnv(AsyncVectorEnv):
     """An ``AsyncVectorEnv`` whose ``step`` and ``reset`` wait at most ``step_timeout_s``
     (None: forever); past it the sub-processes are terminated and
-    :class:`~tfagents_vtrace.runtime.acting.env_failures.EnvTimeout` is raised (module
+    :class:`~tfagents_vtrace.envs.failures.EnvTimeout` is raised (module
     docstring)."""
 
     def __init__(self, env_fns, name: str = "", step_timeout_s: float | None = None,

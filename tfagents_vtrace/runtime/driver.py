@@ -35,9 +35,9 @@ import sys
 import threading
 import time
 
+from tfagents_vtrace.envs.failures import EnvFailure
 from tfagents_vtrace.replay import storage
 from tfagents_vtrace.runtime import strategy as strategy_lib
-from tfagents_vtrace.runtime.acting.env_failures import EnvFailure
 from tfagents_vtrace.runtime.acting.evaluation import (
     BackgroundEvaluations,
     Evaluator,

@@ -28,16 +28,16 @@ import time
 
 import numpy as np
 
-from tfagents_vtrace.runtime.acting.env_failures import (
+from tfagents_vtrace.envs.failures import (
     STEP_TIMEOUT_S,
     EnvFailure,
     check_actions,
     check_env_output,
     step_timeout,
-    stop_inline,
     timeout_message,
     watchdog,
 )
+from tfagents_vtrace.runtime.rundir.stop_signals import stop_inline
 
 REPLAY_FIELDS = ("observation", "reward", "discount", "is_last", "prev_tau", "tau", "b")
 """What each stored step holds (``SequenceReplay`` specs in this order)."""

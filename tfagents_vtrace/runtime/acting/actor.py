@@ -24,7 +24,7 @@ seconds since the previous info): ``inference_time`` (policy steps and their inp
 ``env_time`` (``env.step`` and the bookkeeping of its outcome, environment recreation
 included) and ``weights_time`` (loading published weights).
 
-Failing environments (:mod:`tfagents_vtrace.runtime.acting.env_failures`) never cost the unroll:
+Failing environments (:mod:`tfagents_vtrace.envs.failures`) never cost the unroll:
 
 * a sub-environment of a resilient sync vector that fails is made again by the vector
   alone, which reports the column in the step's ``info["env_failed"]``;
@@ -40,15 +40,15 @@ and ``observation_{t+1}`` is the new environment's first (``first_{t+1} = True``
 already in a reset step at ``t`` needs no mark, and one whose episode began at ``t`` has no
 step to truncate. Cut episodes are not reported in
 ``episode_returns``. Restarts are counted in ``env_restarts`` and limited by
-:class:`~tfagents_vtrace.runtime.acting.env_failures.RestartPolicy` (past it:
-:class:`~tfagents_vtrace.runtime.acting.env_failures.EnvFailure`); an action outside the action
+:class:`~tfagents_vtrace.envs.failures.RestartPolicy` (past it:
+:class:`~tfagents_vtrace.envs.failures.EnvFailure`); an action outside the action
 space stops the run with ``InvalidAction``.
 
 For the step timeout the actor stamps ``env_call_since`` (``time.perf_counter()``) before
 each environment call and clears it after, for the
-:class:`~tfagents_vtrace.runtime.acting.env_failures.Watchdog` of whoever runs the actor; an actor
+:class:`~tfagents_vtrace.envs.failures.Watchdog` of whoever runs the actor; an actor
 that was ``abandoned`` meanwhile raises
-:class:`~tfagents_vtrace.runtime.acting.env_failures.ActorAbandoned` as soon as its call returns.
+:class:`~tfagents_vtrace.envs.failures.ActorAbandoned` as soon as its call returns.
 """
 
 from __future__ import annotations
@@ -63,12 +63,11 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.runtime.acting.env_failures import (
+from tfagents_vtrace.envs.failures import (
     ActingError,
     ActorAbandoned,
     RestartPolicy,
     step_timeout,
-    stop_inline,
     timeout_message,
     watchdog,
 )
@@ -78,6 +77,7 @@ from tfagents_vtrace.runtime.acting.space_checks import (
     check_env_output,
     observation_leaves,
 )
+from tfagents_vtrace.runtime.rundir.stop_signals import stop_inline
 
 log = logging.getLogger(__name__)
 
@@ -191,10 +191,10 @@ class Actor:
         return step_timeout(self.spec.env_step_timeout_s)
 
     def watch(self, on_timeout: Callable[[float], None] | None) -> None:
-        """Has the process's :class:`~tfagents_vtrace.runtime.acting.env_failures.Watchdog` call
+        """Has the process's :class:`~tfagents_vtrace.envs.failures.Watchdog` call
         ``on_timeout(elapsed_s)`` when an environment call exceeds :attr:`timeout_s`. None:
         the actor acts in a thread nobody can replace (the learner's), so a hung call stops
-        the run (:func:`~tfagents_vtrace.runtime.acting.env_failures.stop_inline`); an actor no
+        the run (:func:`~tfagents_vtrace.runtime.rundir.stop_signals.stop_inline`); an actor no
         owner watches is watched so at its first unroll."""
         if on_timeout is None:
             what, limit = self.what, self.timeout_s  # not self: the watchdog holds it weakly

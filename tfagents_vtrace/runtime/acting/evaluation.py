@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from tfagents_vtrace.runtime.acting.env_failures import EnvFailure
+from tfagents_vtrace.envs.failures import EnvFailure
 
 log = logging.getLogger(__name__)
 

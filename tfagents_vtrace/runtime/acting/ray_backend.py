@@ -34,7 +34,7 @@ unchanged:
 Restart limits count deaths in a window, as RLlib's ``restart_failed_env_runners`` keeps a
 run going through occasional failures: a process of one actor id that dies more than
 ``RESTART_LIMIT`` (5) times within ``RESTART_WINDOW_S`` (300 s) ends the run with
-:class:`RayWorkerLost`, an :class:`~tfagents_vtrace.runtime.acting.env_failures.EnvFailure`, so the
+:class:`RayWorkerLost`, an :class:`~tfagents_vtrace.envs.failures.EnvFailure`, so the
 driver first saves a checkpoint of the learner (which lost nothing) and ``tfv-train`` ends
 with one line naming the actor, its last error and what to do (exit 1). Deaths further apart
 (an OOM kill now and then, a node lost and replaced) never end a run. A dead call's claimed
@@ -84,8 +84,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from tfagents_vtrace.envs.failures import (
+    ActingError,
+    EnvFailure,
+)
 from tfagents_vtrace.runtime.acting.actor import put_until_stopped
-from tfagents_vtrace.runtime.acting.env_failures import ActingError, EnvFailure
 from tfagents_vtrace.runtime.acting.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
@@ -111,7 +114,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 class RayWorkerLost(EnvFailure):
     """A Ray actor or worker process died more than ``RESTART_LIMIT`` times within
     ``RESTART_WINDOW_S``: the run ends after a checkpoint (an
-    :class:`~tfagents_vtrace.runtime.acting.env_failures.EnvFailure`, which the driver saves on);
+    :class:`~tfagents_vtrace.envs.failures.EnvFailure`, which the driver saves on);
     ``str(error)`` is one line for the user."""
 
 

@@ -1,6 +1,6 @@
 """What crosses the actor's environment boundary, checked for every supported space.
 
-:mod:`tfagents_vtrace.runtime.acting.env_failures` checks an observation array and ``Discrete`` /
+:mod:`tfagents_vtrace.envs.failures` checks an observation array and ``Discrete`` /
 ``Box`` actions. Here the same checks cover a ``Dict`` / ``Tuple`` observation (a nest of
 arrays: each leaf checked) and ``MultiDiscrete`` / ``MultiBinary`` actions (each dimension
 in its range), with the same exceptions: a non-finite leaf is an environment failure
@@ -12,8 +12,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tfagents_vtrace.runtime.acting import env_failures
-from tfagents_vtrace.runtime.acting.env_failures import InvalidAction
+from tfagents_vtrace.envs import failures as env_failures
+from tfagents_vtrace.envs.failures import InvalidAction
 
 
 def observation_leaves(obs) -> list:

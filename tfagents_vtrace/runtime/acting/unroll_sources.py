@@ -16,13 +16,13 @@ and ``close()`` stops it. Three kinds:
 
 ``start(version, weights)`` publishes the first weights, then starts the actors.
 
-Hung environments (``env_step_timeout_s``, :class:`~tfagents_vtrace.runtime.acting.env_failures.
+Hung environments (``env_step_timeout_s``, :class:`~tfagents_vtrace.envs.failures.
 Watchdog`): an actor thread whose environment call exceeds the limit is abandoned (a daemon
 thread that delivers nothing more and ends if the call ever returns) and replaced, on the
 learner's next :meth:`~QueueSource.next`, by a new actor with the same id, new environments
 and new seeds (counted in ``env_restarts``), with a warning. The inline actor acts in the
 learner's thread, where nothing can replace it: a hung call stops the run instead
-(:func:`~tfagents_vtrace.runtime.acting.env_failures.stop_inline`).
+(:func:`~tfagents_vtrace.runtime.rundir.stop_signals.stop_inline`).
 
 Every ``next()`` that waits for actors returns to the learner's loop within
 :data:`WAIT_S` seconds of a stop request (:mod:`~tfagents_vtrace.runtime.rundir.stop_signals`,
@@ -41,8 +41,12 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from tfagents_vtrace.envs.failures import (
+    first_error,
+    stuck,
+    timeout_message,
+)
 from tfagents_vtrace.runtime.acting.actor import Actor, ActorThread, WeightStore
-from tfagents_vtrace.runtime.acting.env_failures import first_error, stuck, timeout_message
 from tfagents_vtrace.runtime.rundir import stop_signals
 
 log = logging.getLogger(__name__)

@@ -13,12 +13,12 @@ deterministic run the workers take turns in a fixed round-robin order instead, o
 per :meth:`WorkerPool.advance`, in the driver's thread.
 
 A worker whose environment call exceeds ``env_step_timeout_s`` (the
-:class:`~tfagents_vtrace.runtime.acting.env_failures.Watchdog` of its actor) is lost: its claim goes
+:class:`~tfagents_vtrace.envs.failures.Watchdog` of its actor) is lost: its claim goes
 back to the budget at once, its thread is abandoned (a daemon that applies no update and
 ends if the call ever returns) and the next :meth:`WorkerPool.advance` starts its
 replacement (``worker.replacement()``: same id, new environments and seeds), with a warning.
 In a deterministic run the workers act in the driver's thread, where a hung call stops the
-run instead (:func:`~tfagents_vtrace.runtime.acting.env_failures.stop_inline`).
+run instead (:func:`~tfagents_vtrace.runtime.rundir.stop_signals.stop_inline`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 
-from tfagents_vtrace.runtime.acting.env_failures import (
+from tfagents_vtrace.envs.failures import (
     ActingError,
     ActorAbandoned,
     first_error,

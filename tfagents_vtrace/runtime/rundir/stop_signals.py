@@ -20,6 +20,7 @@ usual ``interrupted at step N; checkpoint P`` line and ends with exit code 130.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -201,3 +202,14 @@ def checkpoint_on_interrupt(trainer, step: Callable[[], int]):
         stop_saved(int(step()), path)
         trainer.metrics.close()
         raise RunInterrupted(int(step()), path) from None
+
+
+def stop_inline(message: str) -> None:
+    """Stops a run whose learner thread is stuck in an environment call that cannot be
+    abandoned (the actor steps in the learner's own thread: ``num_actors=0``, ACER without
+    workers, a deterministic worker pool, TAAC): logs ``message`` as an error, asks for a
+    stop and arms a :class:`GraceWatchdog`, which writes the checkpoint from its own thread
+    and ends the process with exit code 1 (a fault, not an interruption)."""
+    logging.getLogger(__name__).error("%s; stopping the run", message)
+    request_stop()
+    GraceWatchdog(exit=lambda code: os._exit(1)).arm()  # a fault, not an interruption

@@ -23,7 +23,7 @@
   the stuck acting thread abandons it and starts a new actor or worker with new
   environments (:mod:`tfagents_vtrace.runtime.acting.unroll_sources`,
   :mod:`tfagents_vtrace.runtime.acting.workers`); where acting runs in the learner's own thread the
-  run is stopped instead (:func:`stop_inline`).
+  run is stopped instead (:func:`tfagents_vtrace.runtime.rundir.stop_signals.stop_inline`).
 * A non-finite observation never reaches the policy (a categorical sampler fed NaN logits
   can return an index past the last action), and an action outside the action space never
   reaches the environment (under XLA an out-of-range index is clamped silently):
@@ -35,7 +35,6 @@ from __future__ import annotations
 import collections
 import logging
 import math
-import os
 import threading
 import time
 import weakref
@@ -362,25 +361,3 @@ def timeout_message(what: str, elapsed_s: float, limit_s: float) -> str:
         f"{what}: an environment call has not returned for {elapsed_s:.3g} s (the limit is "
         f"--env_step_timeout_s={limit_s:g})"
     )
-
-
-def stop_inline(message: str) -> None:
-    """Stops a run whose learner thread is stuck in an environment call that cannot be
-    abandoned (the actor steps in the learner's own thread: ``num_actors=0``, ACER without
-    workers, a deterministic worker pool, TAAC): logs ``message`` as an error and asks for
-    a stop with a checkpoint. With the stop hooks of
-    :mod:`~tfagents_vtrace.runtime.rundir.stop_signals` (``emergency_stop``, or else its grace
-    watchdog) the checkpoint is written from another thread and the process ends (exit code
-    1); without them the run stops with a checkpoint at the step after the call returns (or
-    at the operator's signal)."""
-    from tfagents_vtrace.runtime.rundir import stop_signals
-
-    log.error("%s; stopping the run", message)
-    emergency = getattr(stop_signals, "emergency_stop", None)
-    if emergency is not None:
-        emergency(message)
-        return
-    stop_signals.request_stop()
-    grace = getattr(stop_signals, "GraceWatchdog", None)
-    if grace is not None:  # a fault, not an interruption: exit code 1
-        grace(exit=lambda code: os._exit(1)).arm()
