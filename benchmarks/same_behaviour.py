@@ -27,8 +27,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Python puts this script's folder first on sys.path, where benchmarks/minatar.py would
-# shadow the minatar package that MinAtar's environments import.
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+# shadow the minatar package that MinAtar's environments import. The checkout's own package
+# goes first instead, so the policy is loaded by the code that trained it (the runs run in
+# ROOT), not by an installed copy from another checkout.
+sys.path[:] = [ROOT, *(p for p in sys.path if os.path.abspath(p or ".") != HERE)]
 
 SHORT = {
     "impala_cartpole": ("--total_steps=6000", "--eval_every=3000", "--eval_episodes=3"),

@@ -406,7 +406,7 @@ def test_action_from_noise_draws_the_policy_distribution(name):
     n = 20000
     obs = np.tile(np.array([[0.3, -0.5, 0.9]], np.float32), (n, 1))
     rng = np.random.default_rng(7)
-    noise = parity.draw_noise(_metadata(net), rng, n)
+    noise = parity.draw_noises(_metadata(net), rng, n)["noise"]
     first = np.ones(n, bool)
     prev_action = np.zeros((n, *net.action_spec.shape), net.action_spec.dtype.as_numpy_dtype)
     state = module.get_initial_state(tf.constant(n))

@@ -188,23 +188,13 @@ def open_runner(path: str | os.PathLike, num_threads: int | None = None):
     return LiteRTRunner(path, num_threads)
 
 
-def _draw(law: str, shape: tuple, rng: np.random.Generator) -> np.ndarray:
-    if law == "uniform":
-        return rng.random(shape, dtype=np.float32)
-    return rng.standard_normal(shape, dtype=np.float32)
-
-
-def draw_noise(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -> np.ndarray:
-    """Noise ``[batch_size, A]`` float32 of the law in an exported policy's ``metadata``
-    (``noise_law``: "uniform" in [0, 1) or standard "normal"; ``noise_size``: A)."""
-    return _draw(metadata["noise_law"], (batch_size, metadata["noise_size"]), rng)
-
-
 def draw_noises(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -> dict:
-    """Every noise input of an exported policy (:func:`noise_inputs`), drawn in order:
-    ``{"noise": draw_noise(...)}`` for a policy with one."""
+    """Every noise input of an exported policy (:func:`noise_inputs`), drawn in order as
+    float32 ``[batch_size, *shape]`` of its law ("uniform" in [0, 1) or standard "normal")."""
     return {
-        name: _draw(law, (batch_size, *shape), rng)
+        name: rng.random((batch_size, *shape), dtype=np.float32)
+        if law == "uniform"
+        else rng.standard_normal((batch_size, *shape), dtype=np.float32)
         for name, (law, shape) in noise_inputs(metadata).items()
     }
 
@@ -217,6 +207,17 @@ def _env_action(action: np.ndarray, space) -> np.ndarray | int:
     if isinstance(space, gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
         return np.asarray(action).astype(space.dtype)
     return np.clip(action, space.low, space.high).astype(space.dtype)
+
+
+def _act(runner, inputs: dict, state: dict, noise, rec: dict) -> dict:
+    """One step of ``runner``: its greedy and sampled outputs appended to ``rec`` (as
+    ``greedy/<output>``, ``sample/<output>``); returns the sampled ones."""
+    greedy = runner.greedy({**inputs, **state})
+    sample = runner.sample({**inputs, **state}, noise)
+    for step, out in (("greedy", greedy), ("sample", sample)):
+        for k, v in out.items():
+            rec.setdefault(f"{step}/{k}", []).append(v)
+    return sample
 
 
 def record(
@@ -252,14 +253,9 @@ def record(
             "prev_reward": prev_reward,
         }
         noise = draw_noises(meta, rng)
-        greedy = reference.greedy({**inputs, **state})
-        sample = reference.sample({**inputs, **state}, noise)
         for k, v in {**inputs, **noise}.items():
             rec.setdefault(k, []).append(v)
-        for k, v in greedy.items():
-            rec.setdefault(f"greedy/{k}", []).append(v)
-        for k, v in sample.items():
-            rec.setdefault(f"sample/{k}", []).append(v)
+        sample = _act(reference, inputs, state, noise, rec)
         state = {k: v for k, v in sample.items() if k.startswith("state_")}
         action = np.asarray(sample["action"], act_dtype)
         obs, reward, terminated, truncated, _ = env.step(_env_action(action[0], env.action_space))
@@ -295,12 +291,8 @@ def replay(candidate, trajectory: dict, teacher_forcing: bool = False) -> dict:
         if teacher_forcing and t > 0:
             state = {k[len("sample/") :]: trajectory[k][t - 1] for k in state_keys}
         inputs = {k: trajectory[k][t] for k in INPUTS}
-        greedy = candidate.greedy({**inputs, **state})
-        sample = candidate.sample({**inputs, **state}, {k: trajectory[k][t] for k in noise_keys})
-        for k, v in greedy.items():
-            rec.setdefault(f"greedy/{k}", []).append(v)
-        for k, v in sample.items():
-            rec.setdefault(f"sample/{k}", []).append(v)
+        noise = {k: trajectory[k][t] for k in noise_keys}
+        sample = _act(candidate, inputs, state, noise, rec)
         state = {k: v for k, v in sample.items() if k.startswith("state_")}
     return {k: np.stack(v) for k, v in rec.items()}
 

@@ -40,27 +40,41 @@ class Format:
     Attributes:
       what: the artefact, as errors name it.
       default_name: its name in a run directory (``tfv-export`` without ``--output``).
-      is_file: one file (LiteRT, ONNX), not a directory (SavedModel).
+      is_model: for a one-file format, whether the first 64 bytes of a file are those of a
+        model of it (only such a file is replaced); None for a directory (SavedModel).
       write_modules: the modules that write it; run_modules: those that run it (the parity
         check); extra: the package extra that installs both (None: TensorFlow alone).
     """
 
     what: str
     default_name: str
-    is_file: bool = True
+    is_model: Callable[[bytes], bool] | None = None
     write_modules: tuple[str, ...] = ()
     run_modules: tuple[str, ...] = ()
     extra: str | None = None
 
+    @property
+    def is_file(self) -> bool:
+        """One file (LiteRT, ONNX), not a directory (SavedModel)."""
+        return self.is_model is not None
 
+
+# A LiteRT flatbuffer carries the file identifier TFL3 at bytes 4-8; an ONNX ModelProto
+# written by tf2onnx starts with field 1 (ir_version, tag 0x08) and names tf2onnx as its
+# producer (field 2) right after it.
 FORMATS = {
-    "saved_model": Format("SavedModel", "policy", is_file=False),
+    "saved_model": Format("SavedModel", "policy"),
     "tflite": Format(
-        "LiteRT (TFLite) model", "policy.tflite", run_modules=("ai_edge_litert",), extra="litert"
+        "LiteRT (TFLite) model",
+        "policy.tflite",
+        is_model=lambda head: head[4:8] == b"TFL3",
+        run_modules=("ai_edge_litert",),
+        extra="litert",
     ),
     "onnx": Format(
         "ONNX model written by tf2onnx",
         "policy.onnx",
+        is_model=lambda head: head[:1] == b"\x08" and b"tf2onnx" in head,
         write_modules=("tf2onnx",),
         run_modules=("onnxruntime",),
         extra="onnx",
@@ -167,22 +181,6 @@ def write_atomically(
     return path
 
 
-def is_model_file(path: str | os.PathLike, fmt: str) -> bool:
-    """Whether ``path`` holds a model of ``fmt`` ("tflite" or "onnx"), judged by its head.
-
-    A LiteRT flatbuffer carries the file identifier ``TFL3`` at bytes 4-8; an ONNX
-    ``ModelProto`` written by tf2onnx starts with field 1 (``ir_version``, tag ``0x08``) and
-    names ``tf2onnx`` as its producer (field 2) right after it.
-    """
-    with open(path, "rb") as f:
-        head = f.read(64)
-    if fmt == "tflite":
-        return head[4:8] == b"TFL3"
-    if fmt == "onnx":
-        return head[:1] == b"\x08" and b"tf2onnx" in head
-    raise ValueError(f"fmt: expected tflite or onnx, received {fmt!r}")
-
-
 def check_export_file(
     path: str | os.PathLike, fmt: str, overwrite: bool, name: str = "path"
 ) -> bool:
@@ -204,7 +202,9 @@ def check_export_file(
         raise ValueError(f"{name}: {path} is a directory; a {what} is one file")
     if os.path.getsize(path) == 0:  # an empty file (e.g. from mktemp), as an empty directory
         return True
-    if not is_model_file(path, fmt):
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if not FORMATS[fmt].is_model(head):
         raise ValueError(
             f"{name}: {path} is a file that is not a {what}; refusing to replace it, even with "
             "overwrite"

@@ -167,22 +167,19 @@ class TaacPolicyModule(PolicyModule):
             tf.zeros([batch_size, 1], tf.float32),
         )
 
-    def _unpack(self, observation, state) -> tuple[tf.Tensor, tf.Tensor]:
-        """(tau [B, k, A], repeats [B] int32) of the flat state."""
+    def _step_inputs(self, observation, first, state) -> tuple:
+        """The positional inputs of both steps: the networks, the trajectory, ``observation``,
+        ``first``, tau [B, k, A] and repeats [B] int32 of the flat state."""
         n = tf.shape(observation)[0]
         tau = tf.reshape(state[0], [n, self._k, self._a])
-        return tau, tf.cast(tf.round(state[1][:, 0]), tf.int32)
+        repeats = tf.cast(tf.round(state[1][:, 0]), tf.int32)
+        return self.actor, self.critics, self.trajectory, observation, first, tau, repeats
 
     def step(self, observation, first, prev_action, prev_reward, state, greedy: bool) -> dict:
         del prev_action, prev_reward
         self.calls.assign_add(1)
         out = act_step(
-            self.actor,
-            self.critics,
-            self.trajectory,
-            observation,
-            first,
-            *self._unpack(observation, state),
+            *self._step_inputs(observation, first, state),
             tf.stack([self.seed, self.calls]),
             greedy=greedy,
             epsilon=self._epsilon if greedy else 0.0,
@@ -196,12 +193,7 @@ class TaacPolicyModule(PolicyModule):
     ) -> dict:
         del prev_action, prev_reward
         out = act_from_noise(
-            self.actor,
-            self.critics,
-            self.trajectory,
-            observation,
-            first,
-            *self._unpack(observation, state),
+            *self._step_inputs(observation, first, state),
             noise=noise,
             b_noise=b_noise,
             **self._kw,
