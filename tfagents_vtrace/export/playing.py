@@ -233,30 +233,60 @@ def run_episodes(
     b = min(num_envs, episodes)
     env = make_vector_env(env_id, b, seed, **(env_kwargs or {}))
     targets = np.array([(episodes + i) // b for i in range(b)])  # episodes per environment
-    counts = np.zeros(b, np.int64)
-    state = policy.initial_state(b)
-    obs, _ = env.reset()
-    first, prev_done = np.ones(b, bool), np.zeros(b, bool)
-    ret, length = np.zeros(b), np.zeros(b, np.int64)
-    returns, lengths, reward = [], [], None
+    holder = {"state": policy.initial_state(b)}
+
+    def act(obs, first, reward, running):
+        action, holder["state"] = policy.step(
+            obs, holder["state"], reward=reward, first=first, greedy=greedy
+        )
+        return _env_action(action, env.action_space)
+
     try:
-        while (counts < targets).any():
-            action, state = policy.step(obs, state, reward=reward, first=first, greedy=greedy)
-            obs, reward, term, trunc, _ = env.step(_env_action(action, env.action_space))
-            live = ~prev_done  # reset steps (after an end) belong to no episode
-            ret[live] += reward[live]
-            length[live] += 1
-            done = (term | trunc) & live
-            for i in np.flatnonzero(done):
-                if counts[i] < targets[i]:
-                    returns.append(float(ret[i]))
-                    lengths.append(int(length[i]))
-                    counts[i] += 1
-            ret[done], length[done] = 0.0, 0
-            first = prev_done  # the step after a reset step observes a new episode's start
-            prev_done = done
+        obs, _ = env.reset()
+        return play(env, obs, act, targets)
     finally:
         env.close()
+
+
+def play(env, obs, act, targets, max_steps: int | None = None):
+    """The episode loop of every evaluation (training's greedy evaluations, ``tv.evaluate``,
+    ``tfv-evaluate``): steps vector env ``env`` (NEXT_STEP autoreset, first observations
+    ``obs``) with ``act(obs, first, reward, running) -> actions`` until sub-environment ``i``
+    has played ``targets[i]`` episodes; returns ``(returns, lengths)`` of those episodes, in
+    the order they ended.
+
+    ``first`` marks the observations that start an episode, ``reward`` is the previous
+    step's (None at the start), ``running`` which sub-environments still play an episode
+    that counts. The step after an episode's end (autoreset's reset step) belongs to no
+    episode. After ``max_steps`` steps (a safety cap), the episodes still counting are
+    returned as they stand.
+    """
+    b = len(targets)
+    counts = np.zeros(b, np.int64)
+    first, prev_done = np.ones(b, bool), np.zeros(b, bool)
+    ret, length = np.zeros(b), np.zeros(b, np.int64)
+    returns, lengths, reward, steps = [], [], None, 0
+    while (counts < targets).any():
+        if max_steps is not None and steps >= max_steps:
+            for i in np.flatnonzero(counts < targets):
+                returns.append(float(ret[i]))
+                lengths.append(int(length[i]))
+            break
+        action = act(obs, first, reward, counts < targets)
+        obs, reward, term, trunc, _ = env.step(action)
+        steps += 1
+        live = ~prev_done  # reset steps (after an end) belong to no episode
+        ret[live] += reward[live]
+        length[live] += 1
+        done = (term | trunc) & live
+        for i in np.flatnonzero(done):
+            if counts[i] < targets[i]:
+                returns.append(float(ret[i]))
+                lengths.append(int(length[i]))
+                counts[i] += 1
+        ret[done], length[done] = 0.0, 0
+        first = prev_done  # the step after a reset step observes a new episode's start
+        prev_done = done
     return returns, lengths
 
 

@@ -100,40 +100,40 @@ class Evaluator:
         raise AssertionError("unreachable")
 
     def _run_once(self, seed: int) -> dict[str, float]:
+        """The first episode of each of ``num_episodes`` environments reset with ``seed``
+        (the loop: :func:`tfagents_vtrace.export.playing.play`)."""
+        from tfagents_vtrace.export.playing import play
+
         n = self.num_episodes
         if self._env is None:
             self._env = self.env_factory(n, seed)
         obs, _ = self._env.reset(seed=seed)
         space = self._env.single_action_space
-        prev_action = np.zeros((n, *space.shape), space.dtype)
-        prev_reward = np.zeros(n, np.float32)
-        first = np.ones(n, bool)
-        state = self.policy.initial_state(n)
-        returns = np.zeros(n, np.float64)
-        lengths = np.zeros(n, np.int64)
-        running = np.ones(n, bool)
+        last = {
+            "action": np.zeros((n, *space.shape), space.dtype),
+            "state": self.policy.initial_state(n),
+        }
         stats = getattr(self.policy, "episode_stats", None)  # the policy's own fields
         if stats is not None:
             stats.reset()
-        for _ in range(self.max_steps):
+
+        def act(obs, first, reward, running):
             if self._cancel.is_set():
                 raise EvaluationCancelled("the evaluation was cancelled")
-            action, info, state = self.policy.step(obs, first, prev_action, prev_reward, state)
+            prev_reward = np.zeros(n, np.float32) if reward is None else reward
+            action, info, last["state"] = self.policy.step(
+                obs, first, last["action"], np.asarray(prev_reward, np.float32), last["state"]
+            )
             if stats is not None:
                 stats.add(info, first, running)
-            obs, reward, terminated, truncated, _ = self._env.step(action)
-            returns += np.where(running, reward, 0.0)
-            lengths += running
-            running &= ~np.logical_or(terminated, truncated)
-            if not running.any():
-                break
-            first = np.zeros(n, bool)
-            prev_action = np.asarray(action, space.dtype)
-            prev_reward = np.asarray(reward, np.float32)
+            last["action"] = np.asarray(action, space.dtype)
+            return action
+
+        returns, lengths = play(self._env, obs, act, np.ones(n, np.int64), self.max_steps)
         return {
-            "eval_return": float(returns.mean()),
-            "eval_return_min": float(returns.min()),
-            "eval_length": float(lengths.mean()),
+            "eval_return": float(np.mean(returns)),
+            "eval_return_min": float(np.min(returns)),
+            "eval_length": float(np.mean(lengths)),
             **(stats.fields() if stats is not None else {}),
         }
 
