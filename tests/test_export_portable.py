@@ -7,7 +7,7 @@ noise (``export.parity.record``). ONE child process that can import neither this
 TensorFlow replays the recorded inputs through every ``.tflite`` (ai-edge-litert) and
 ``.onnx`` (ONNX Runtime) file with the runtimes' own APIs, carrying its own state. Greedy and
 sampled actions must equal the SavedModel's and every float output must be within 1e-5.
-In process, ``check_parity`` (what ``experiments.export --check`` runs) also covers the
+In process, ``check_parity`` (what ``tfv-export --check`` runs) also covers the
 IMPALA ResNet + LSTM, the MinAtar CNN, Discrete observations with a Q head, ACER's stochastic
 dueling head and a separate value torso. The tests of a format are skipped when its extra
 (``litert``, ``onnx``) is not installed.

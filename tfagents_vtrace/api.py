@@ -8,7 +8,7 @@
     policy = tv.load_policy(final["policy"])
     tv.evaluate(policy, MyEnv, episodes=20)    # {"mean_return": ..., ...}
 
-:func:`train` is the run ``python -m experiments.train`` gives (the command line is a shell
+:func:`train` is the run ``tfv-train`` gives (the command line is a shell
 over it): the run directory's lock, refusal of a foreign directory, resume by the same call,
 Ctrl-C saving a checkpoint, the export to ``logdir/policy``.
 """

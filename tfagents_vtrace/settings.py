@@ -176,7 +176,7 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
                 raise ValueError(
                     f"{name}: not a setting of {label} (it is one of {', '.join(sorted(others))})"
                 )
-            raise ValueError(f"{name}: not a setting (see the flags of experiments.train)")
+            raise ValueError(f"{name}: not a setting (see the flags of tfv-train)")
         cls, field, hint = fields[name]
         kwargs[cls][field] = _coerce(name, hint, value)
     try:

@@ -3,7 +3,7 @@
 Every field of ``RunConfig``, ``NetworkConfig``, ``EnvFamilyConfig`` and each registered
 agent's ``Config`` (but one marked ``{SETTING: False}``, e.g. ``RunConfig.env_kwargs``) is a
 flag of ``tfv-train`` with the field's name (``RunConfig.env_id`` is ``--env`` and
-``export_policy`` is ``--export``, the names of DESIGN.md's experiments contract), its type
+``export_policy`` is ``--export``, the names of ``settings.RUN_NAMES``), its type
 and its documentation (the docstring under the field, or the comment above it). The flag's
 default is the default of the agent named by ``--agent`` on the command line or in a flagfile
 (:func:`agent_from_argv`), so ``--agent=a2c --help`` shows A2C's own defaults, and a flag the

@@ -1,8 +1,9 @@
 """Train an agent: ``tfv-train --agent=impala --env=CartPole-v1 --logdir=DIR``.
 
-Writes the run directory of DESIGN.md (config.json, checkpoints/, metrics.jsonl, TensorBoard
-events, policy/) and ends by printing one JSON line with ``"final": true``, the step count,
-the wall time since process start (imports included) and the greedy evaluation return.
+Writes the run directory (docs/design.md, "The run directory": config.json, checkpoints/,
+metrics.jsonl, TensorBoard events, policy/) and ends by printing one JSON line with
+``"final": true``, the step count, the wall time since process start (imports included) and
+the greedy evaluation return.
 Training into an existing run directory resumes from its last checkpoint; a directory holding
 other files, or a run of another agent, env or network, is refused unless ``--overwrite``. A
 run that already ended is not trained again. While it runs, the trainer holds an exclusive
@@ -60,9 +61,9 @@ FLAGS = flags.FLAGS
 def _import_tensorflow() -> None:
     """Imports TensorFlow with Keras's optional imports hidden. When installed, Keras imports at
     import time ``matplotlib.pyplot`` (an image-gallery helper), ``pandas`` (DataFrame input
-    to ``Model.fit``) and ``cv2`` (bounding-box drawing); training uses none of them, and on
-    the 2-core reference machine they cost about 0.6 s, 0.4 s and 0.03 s of every run's start
-    (pandas comes with the ``test`` and ``bench`` extras). Keras then treats them as not
+    to ``Model.fit``) and ``cv2`` (bounding-box drawing); training uses none of them, and they
+    cost a noticeable part of every run's start (docs/results/implementation_choices.md;
+    pandas comes with the ``test`` and ``bench`` extras). Keras then treats them as not
     installed; later imports of these packages in this process work as usual."""
     optional = ("matplotlib", "matplotlib.pyplot", "pandas", "cv2")
     hidden = [name for name in optional if name not in sys.modules]

@@ -133,7 +133,7 @@ def check_export_path(path: str | os.PathLike, overwrite: bool, name: str = "pat
     if not overwrite:
         raise ValueError(
             f"{name}: {path} exists and is not empty; pass overwrite=True to replace it "
-            "(--overwrite with python -m experiments.export)"
+            "(--overwrite with tfv-export)"
         )
     return True
 
@@ -212,7 +212,7 @@ def check_export_file(
     if not overwrite:
         raise ValueError(
             f"{name}: {path} exists; pass overwrite=True to replace it "
-            "(--overwrite with python -m experiments.export)"
+            "(--overwrite with tfv-export)"
         )
     return True
 

@@ -189,15 +189,14 @@ def restore_network(logdir: str):
     """
     import tensorflow as tf
 
-    import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
-    from tfagents_vtrace.networks import NetworkConfig
-    from tfagents_vtrace.runtime.acting.actor import build_network
+    from tfagents_vtrace.envs import env_spaces  # registers the project's env ids too
+    from tfagents_vtrace.networks import NetworkConfig, make_network
 
     config = read_config(logdir)
     env_id = read_env_id(config, logdir)
-    network = build_network(
-        NetworkConfig.from_dict(config["network_config"]), env_id, read_env_kwargs(config, env_id)
-    )
+    spaces = env_spaces(env_id, read_env_kwargs(config, env_id))
+    network_config = NetworkConfig.from_dict(config["network_config"])
+    network = make_network(network_config, spaces.observation, spaces.action)
     with intact_checkpoint(logdir) as latest:
         children = _checkpoint_root_children(latest)
         if "network_weights" in children:
