@@ -4,6 +4,8 @@ line can name them (``--env=tests.stop_envs:HangAfter-v0``).
 * ``HangAfter-v0``: CartPole whose ``step`` never returns once the process has stepped
   ``TFV_HANG_AFTER`` times (all sub-environments counted together; default 3000): a
   simulator that hangs mid-run.
+* ``EvalHang-v0``: CartPole that hangs in a step taken on the main thread (a greedy
+  evaluation of an A3C run) after ``TFV_EVALHANG_AFTER`` such steps.
 * ``HangSometimes-v0``: CartPole of which each *instance* hangs forever in one ``step`` with
   probability ``TFV_HANG_RATE`` per step (default 0.0002), drawn from a generator of its own
   (not the episode's seed): a simulator that wedges now and then. Only the instance that
@@ -55,3 +57,19 @@ class HangSometimes(CartPoleEnv):
 
 gym.register("HangAfter-v0", entry_point=HangAfter, max_episode_steps=500)
 gym.register("HangSometimes-v0", entry_point=HangSometimes, max_episode_steps=500)
+
+
+class EvalHang(CartPoleEnv):
+    """CartPole whose ``step`` never returns once the main thread has stepped
+    ``TFV_EVALHANG_AFTER`` times (default 10): A3C's workers step on threads of their own,
+    the run's greedy evaluation on the main thread, so its evaluation hangs."""
+
+    def step(self, action):
+        if threading.current_thread() is threading.main_thread():
+            if next(_MAIN_STEPS) >= int(os.environ.get("TFV_EVALHANG_AFTER", "10")):
+                threading.Event().wait()
+        return super().step(action)
+
+
+_MAIN_STEPS = itertools.count()
+gym.register("EvalHang-v0", entry_point=EvalHang, max_episode_steps=500)

@@ -93,12 +93,6 @@ def test_a_stop_of_a_run_on_a_flaky_simulator_checkpoints_and_the_same_command_e
     assert final["env_restarts"] > 0  # the 1% failures happened and were restarted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="package bug: with stderr a closed pipe, driver.py's 'Resuming ...' print raises "
-    "BrokenPipeError (a resumed start exits 1 before training), and commands/train.py's "
-    "'interrupted at step N' print does too (a stop exits 1, not 130)",
-)
 @pytest.mark.slow
 def test_a_closed_output_pipe_never_ends_a_resumed_run_and_its_stop_checkpoints(flaky):
     campaign, failures = flaky

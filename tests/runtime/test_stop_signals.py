@@ -139,6 +139,25 @@ def test_a_signal_while_the_environment_hangs_checkpoints_within_the_grace(
     assert "Traceback" not in err
 
 
+def test_an_evaluation_whose_environment_hangs_stops_the_run_with_a_checkpoint(tmp_path):
+    """The greedy evaluation steps in the learner's thread: past --env_step_timeout_s the run
+    is checkpointed from another thread and ends with exit code 1 (a fault)."""
+    logdir = str(tmp_path / "run")
+    with open(tmp_path / "err", "w") as log:
+        proc = _start(logdir, "--config=a3c_cartpole", "--env=tests.stop_envs:EvalHang-v0",
+                      "--total_steps=1000000", "--eval_every=2000", "--env_step_timeout_s=2",
+                      "--stop_grace_s=4", env={"TFV_EVALHANG_AFTER": "10"}, stderr=log)  # fmt: skip
+        try:
+            proc.wait(timeout=90)
+        finally:
+            proc.kill()
+    err = (tmp_path / "err").read_text()
+    assert proc.returncode == 1, err[-2000:]
+    assert "the evaluation environment: an environment call has not returned" in err
+    saved = max(_steps(logdir))
+    assert saved >= 2000 and f"checkpoint {logdir}/checkpoints/ckpt-{saved}" in err
+
+
 def test_sighup_checkpoints_a_threaded_run_and_the_same_command_resumes(tmp_path):
     logdir = str(tmp_path / "run")
     flags = ("--config=impala_cartpole", "--num_actors=2", "--log_every_steps=400")

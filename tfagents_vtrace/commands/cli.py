@@ -23,6 +23,8 @@ replaces absl's ``--help`` text altogether (``tfv-train``'s grouped flags).
 from __future__ import annotations
 
 import functools
+import io
+import os
 import re
 import sys
 import types
@@ -123,6 +125,7 @@ def run(
         (:func:`positional_error`).
     """
     argv = sys.argv if argv is None else argv
+    quiet_when_closed()
     if command is not None:
         _describe_as_main(command)
     if short_help is not None and asks_for_help(argv):
@@ -131,6 +134,65 @@ def run(
         raise SystemExit(0)
     app.run(main, argv=argv, flags_parser=functools.partial(parse_flags, passthrough=passthrough))
     raise AssertionError("unreachable")  # app.run always exits
+
+
+class _QuietWhenClosed(io.TextIOBase):
+    """``stream`` until writing to it fails because its reader went away (a pipe whose
+    reader ended, ``tfv-train ... 2>&1 | head``; a closed terminal): from then on what is
+    written goes nowhere, and the file descriptor is pointed at ``/dev/null`` so that
+    TensorFlow's own logs and the interpreter's last flush do not fail either. A command's
+    output is for the person watching; the run's files hold what it reports."""
+
+    def __init__(self, stream):
+        self._stream, self._closed = stream, False
+
+    def _gone(self) -> None:
+        self._closed = True
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+        except (OSError, ValueError, AttributeError):  # no descriptor to point elsewhere
+            pass
+
+    def write(self, text: str) -> int:
+        if not self._closed:
+            try:
+                return self._stream.write(text)
+            except (OSError, ValueError):
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._closed:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self._gone()
+
+    def isatty(self) -> bool:
+        try:
+            return not self._closed and self._stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self):
+        return getattr(self._stream, "encoding", "utf-8")
+
+
+def quiet_when_closed() -> None:
+    """Makes ``sys.stdout`` and ``sys.stderr`` :class:`_QuietWhenClosed` (once), so that no
+    print of a command (a progress line, ``Resuming ...``, the stop's ``interrupted at step
+    N``, the final JSON line) ends it with ``BrokenPipeError`` when its reader went away."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, _QuietWhenClosed):
+            setattr(sys, name, _QuietWhenClosed(stream))
 
 
 HELP_ARGS = ("--help", "-help", "--helpshort", "-helpshort", "-?")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from tfagents_vtrace.envs.failures import EnvFailure
+from tfagents_vtrace.envs.failures import EnvFailure, timeout_message, watchdog
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,11 @@ class Evaluator:
       seed: the run's evaluation seed; an evaluation's environments are reset with
         :func:`evaluation_seed` of it and the evaluation's ``key`` (see :meth:`run`).
       max_steps: safety cap on the steps of one evaluation.
+      timeout_s: seconds an environment call may take (``env_step_timeout_s``; None: no
+        limit); one that takes longer stops the run with a checkpoint
+        (:func:`~tfagents_vtrace.runtime.rundir.stop_signals.stop_inline`): the evaluation's
+        environments step in the learner's thread (or the run's one evaluation thread),
+        which cannot be replaced.
     """
 
     def __init__(
@@ -53,6 +59,7 @@ class Evaluator:
         num_episodes: int = 20,
         seed: int = 0,
         max_steps: int = 100_000,
+        timeout_s: float | None = None,
     ):
         if num_episodes < 1:
             raise ValueError(f"eval_episodes: expected >= 1, received {num_episodes}")
@@ -64,6 +71,14 @@ class Evaluator:
         self.count = 0
         self._env = None
         self._cancel = threading.Event()
+        self.env_call_since = 0.0  # perf_counter() while an env call runs (the watchdog's)
+        if timeout_s is not None:
+            from tfagents_vtrace.runtime.rundir.stop_signals import stop_inline
+
+            def on_timeout(elapsed: float) -> None:
+                stop_inline(timeout_message("the evaluation environment", elapsed, timeout_s))
+
+            watchdog().watch(self, timeout_s, on_timeout)
 
     def cancel(self) -> None:
         """Stops a running evaluation at its next step (it raises
@@ -107,7 +122,9 @@ class Evaluator:
         n = self.num_episodes
         if self._env is None:
             self._env = self.env_factory(n, seed)
+        self.env_call_since = time.perf_counter()
         obs, _ = self._env.reset(seed=seed)
+        self.env_call_since = 0.0
         space = self._env.single_action_space
         last = {
             "action": np.zeros((n, *space.shape), space.dtype),
@@ -129,7 +146,8 @@ class Evaluator:
             last["action"] = np.asarray(action, space.dtype)
             return action
 
-        returns, lengths = play(self._env, obs, act, np.ones(n, np.int64), self.max_steps)
+        returns, lengths = play(_Stamped(self._env, self), obs, act, np.ones(n, np.int64),
+                                self.max_steps)  # fmt: skip
         return {
             "eval_return": float(np.mean(returns)),
             "eval_return_min": float(np.min(returns)),
@@ -144,6 +162,21 @@ class Evaluator:
             except Exception:  # noqa: BLE001 - a broken env may fail to close too
                 pass
             self._env = None
+
+
+class _Stamped:
+    """``env`` whose ``step`` stamps ``owner.env_call_since`` while it runs (the watchdog's
+    view of a call that does not return)."""
+
+    def __init__(self, env, owner):
+        self.env, self.owner = env, owner
+
+    def step(self, action):
+        self.owner.env_call_since = time.perf_counter()
+        try:
+            return self.env.step(action)
+        finally:
+            self.owner.env_call_since = 0.0
 
 
 class BackgroundEvaluations:
@@ -205,4 +238,7 @@ def make_evaluator(run, policy, env_factory=None) -> Evaluator:
         from tfagents_vtrace.envs.factory import vector_env_factory
 
         env_factory = vector_env_factory(run.env_id, "auto", run.env_kwargs)
-    return Evaluator(env_factory, policy, run.eval_episodes, seed=run.seed)
+    from tfagents_vtrace.envs.failures import step_timeout
+
+    timeout = step_timeout(getattr(run, "env_step_timeout_s", None))
+    return Evaluator(env_factory, policy, run.eval_episodes, seed=run.seed, timeout_s=timeout)
