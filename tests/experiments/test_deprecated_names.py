@@ -78,8 +78,9 @@ def test_the_command_line_and_its_flagfiles_are_renamed_in_place(tmp_path, capsy
     argv = ["train", f"--flagfile={plain}", f"--flagfile={flagfile}", "--entropy_end", "0"]
     out, error = rename_deprecated_flags(argv)
     assert error is None
-    # A flagfile without old names stays as it is; one with them is read in place.
-    assert out == ["train", f"--flagfile={plain}", "--agent=a2c", "--entropy_cost=0.05",
+    # Every flagfile is read in place, once (what follows reads the expanded list), and the
+    # old names it holds are renamed.
+    assert out == ["train", "--agent=a2c", "--agent=a2c", "--entropy_cost=0.05",
                    "--entropy_cost_end", "0"]  # fmt: skip
     assert len(_warnings(capsys.readouterr().err)) == 2
     # The command line's new name after the file's old one: two sources, the later wins.
