@@ -143,20 +143,7 @@ def main(argv) -> None:
         )
     from tfagents_vtrace.runtime.rundir import config_io
 
-    _print_final(config_io.dumps(final))  # strict JSON: null for NaN / inf
-
-
-def _print_final(line: str) -> None:
-    """Prints the final JSON line on stdout. A stdout whose reader went away (``tfv-train ...
-    | head``) does not fail a run that ended: ``final.json`` holds the same row."""
-    try:
-        print(line, flush=True)
-    except (BrokenPipeError, ValueError):
-        # Python flushes stdout again at exit: point it at /dev/null so that it stays quiet.
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):  # no file descriptor left to point
-            pass
+    print(config_io.dumps(final), flush=True)  # strict JSON: null for NaN / inf
 
 
 def _configs():
