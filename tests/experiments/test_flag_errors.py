@@ -219,10 +219,15 @@ CONFIG_CASES = {
 
 
 @pytest.mark.parametrize("case", CONFIG_CASES)
-def test_config_names_cannot_leave_the_configs_folder(case):
+def test_config_names_cannot_leave_the_configs_folder(case, tmp_path, monkeypatch):
     from tfagents_vtrace.api import config_path
     from tfagents_vtrace.commands.common import expand_config
 
+    # '../../etc/passwd' must name a file wherever the suite runs (a clone may sit at any depth)
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "passwd").write_text("root:x:0:0\n")
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a" / "b")
     name, expected = CONFIG_CASES[case]
     with pytest.raises(ValueError, match=r"^config: "):
         config_path(name)
