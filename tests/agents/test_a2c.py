@@ -217,7 +217,7 @@ def test_registered_a2c_trains_on_policy_through_the_runtime(tmp_path):
 
     register_agent("a2c", "tfagents_vtrace.agents.a2c")
     agent = get_agent("a2c")
-    assert agent.Config is A2CConfig and agent.Learner is A2CLearner
+    assert agent.Config is A2CConfig and agent.run_agent.Learner is A2CLearner
     run = RunConfig(
         env_id="CartPole-v1", total_steps=400, num_envs=4, unroll_length=5, num_actors=0,
         eval_episodes=2, export_policy=False, log_every_s=0.01,

@@ -58,7 +58,7 @@ def test_bad_config_value_names_the_field(field, value):
 
 def test_registry_finds_impala():
     agent = get_agent("impala")
-    assert agent.Config is ImpalaConfig and agent.Learner is ImpalaLearner
+    assert agent.Config is ImpalaConfig and agent.run_agent.Learner is ImpalaLearner
     with pytest.raises(ValueError, match="agent"):
         get_agent("nope")
 

@@ -23,6 +23,7 @@ from tfagents_vtrace.agents.spaces import AgentSpaces
 from tfagents_vtrace.agents.spec import AgentSpec
 from tfagents_vtrace.networks import NetInputs
 from tfagents_vtrace.ops import returns
+from tfagents_vtrace.runtime.actor_learner import actor_learner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +89,7 @@ class ReinforceLearner:
 SPEC = AgentSpec(
     "reinforce",
     ReinforceConfig,
-    Learner=ReinforceLearner,
+    actor_learner(ReinforceLearner),
     spaces=AgentSpaces(observations=("Box",), actions=("Discrete",)),
 )
 RUN = dict(total_steps=3000, num_envs=8, unroll_length=16, eval_every=0, eval_episodes=5,
@@ -125,4 +126,4 @@ def test_the_space_check_reads_the_agents_declared_spaces(tmp_path, reinforce):
 
 def test_a_spec_without_its_spaces_is_refused():
     with pytest.raises(ValueError, match="spaces"):
-        AgentSpec("mine", ReinforceConfig, Learner=ReinforceLearner)
+        AgentSpec("mine", ReinforceConfig, actor_learner(ReinforceLearner))

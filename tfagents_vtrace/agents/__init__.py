@@ -3,8 +3,9 @@
 An agent package (e.g. :mod:`tfagents_vtrace.agents.impala`) exports ``SPEC``, its
 :class:`~tfagents_vtrace.agents.spec.AgentSpec`: the config class (a frozen dataclass
 validated in ``__post_init__``: a bad value raises ``ValueError`` naming the field), its
-learner or its own ``run_agent`` process shape (A3C's workers, ACER's replay, TAAC's
-per-step updates), the network it needs, how its runs export and which spaces it takes. The
+``run_agent`` (its learner fed by actors, or its own process shape: A3C's workers, ACER's
+replay, TAAC's per-step updates), the network it needs, how its runs export and which
+spaces it takes. The
 runtime and the commands ask the spec for these parts and nothing else, so a new agent plugs
 in by :func:`register_agent`. Packages are imported lazily, so looking up a name costs
 nothing until the agent is used.

@@ -30,12 +30,12 @@ class AgentSpec:
     Attributes:
       name: the registry's name (``--agent``).
       Config: the frozen config dataclass of its hyperparameters (validated on creation).
-      Learner: ``Learner(config, network_factory, strategy=None, total_updates=None)`` with
-        ``network``, ``train_step(batch)``, ``get_weights()``, ``checkpoint_items()``; the
-        actor-learner (IMPALA, A2C) builds it. None for agents that build their own.
       run_agent: ``run_agent(run, config, network_config, *, strategy, env_factory)`` ->
-        the driver's ``RunAgent`` (asynchronous workers, replay, per-step updates); None runs
-        the actor-learner of ``Learner``.
+        the driver's :class:`~tfagents_vtrace.runtime.run_agent.RunAgent`. An agent whose
+        learning is one compiled update on unrolls from actors (IMPALA, A2C) gives
+        ``actor_learner(Learner)`` (:func:`tfagents_vtrace.runtime.actor_learner.
+        actor_learner`); one with its own process shape (A3C's workers, ACER's replay, TAAC's
+        per-step updates) its own ``RunAgent`` class.
       network_config_for: ``(network_config, config, spaces) -> NetworkConfig`` (``spaces``:
         the environment's :class:`~tfagents_vtrace.envs.EnvSpaces`), the network
         the agent needs (e.g. ACER's Q head); None keeps the given one.
@@ -53,8 +53,7 @@ class AgentSpec:
 
     name: str
     Config: type
-    Learner: type | None = None
-    run_agent: Callable | None = None
+    run_agent: Callable
     network_config_for: Callable | None = None
     restore_policy: Callable = restore_actor_critic_policy
     check_run: Callable | None = None
@@ -62,8 +61,11 @@ class AgentSpec:
     spaces: AgentSpaces | None = None
 
     def __post_init__(self) -> None:
-        if self.Learner is None and self.run_agent is None:
-            raise ValueError(f"{self.name}: an agent needs a Learner or a run_agent")
+        if not callable(self.run_agent):
+            raise ValueError(
+                f"{self.name}: run_agent: expected a callable returning the run's RunAgent "
+                f"(e.g. actor_learner(Learner)), received {self.run_agent!r}"
+            )
         if self.spaces is None:
             if self.name not in SUPPORTED_SPACES:
                 raise ValueError(

@@ -8,10 +8,14 @@ unroll_sources`), mixes in replayed ones (IMPALA's ``replay_ratio``:
 :class:`~tfagents_vtrace.replay.unrolls.UnrollReplay`), runs the registry ``Learner``'s
 compiled train step on them, concatenated along B, and publishes the new weights. Rows add
 where the wall time went (:mod:`~tfagents_vtrace.runtime.acting.time_shares`).
+
+An agent that supplies only a ``Learner`` gives ``actor_learner(Learner)`` as its spec's
+``run_agent``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -23,12 +27,31 @@ from tfagents_vtrace.runtime.config import stream_seed
 from tfagents_vtrace.runtime.run_agent import NetworkAgent
 
 
+@dataclasses.dataclass(frozen=True)
+class actor_learner:  # noqa: N801 - used as a function: run_agent=actor_learner(Learner)
+    """The ``run_agent`` of an agent whose ``Learner`` is fed by actors: called as the
+    driver calls every agent's ``run_agent``, it returns the :class:`ActorLearner` of
+    ``Learner``.
+
+    ``Learner(config, network_factory, strategy, total_updates, seed=)`` has ``network``,
+    ``train_step(batch) -> metrics``, ``get_weights()`` and ``checkpoint_items()``
+    (:mod:`tfagents_vtrace.agents.replicated_learner` is the skeleton IMPALA and A2C share).
+    """
+
+    Learner: type
+
+    def __call__(self, run, agent_config, network_config, **kwargs) -> ActorLearner:
+        return ActorLearner(run, self.Learner, agent_config, network_config, **kwargs)
+
+
 class ActorLearner(NetworkAgent):
-    """The run agent of registry module ``agent``'s ``Learner`` fed by actors (module
-    docstring); ``strategy`` is the learner's (the default one when None), ``env_factory``
+    """The run agent of ``learner_class`` (a ``Learner``) fed by actors (module docstring);
+    ``strategy`` is the learner's (the default one when None), ``env_factory``
     (``(num_envs, seed) -> VectorEnv``) the actors'."""
 
-    def __init__(self, run, agent, agent_config, network_config, strategy=None, env_factory=None):
+    def __init__(
+        self, run, learner_class, agent_config, network_config, strategy=None, env_factory=None
+    ):
         if run.backend == "ray":  # ImportError without Ray, ValueError for num_actors=0
             from tfagents_vtrace.runtime.acting import ray_backend
 
@@ -36,7 +59,7 @@ class ActorLearner(NetworkAgent):
         super().__init__(run, agent_config, network_config, env_factory)
         self.seed_offset = strategy_lib.worker_role(strategy).seed_offset
         updates = math.ceil(run.total_steps / run.steps_per_update)
-        self.learner = agent.Learner(
+        self.learner = learner_class(
             agent_config, self.build_network, strategy, updates, seed=run.seed
         )
         self.replay = UnrollReplay(

@@ -75,8 +75,7 @@ class NonFiniteLossError(RuntimeError):
 
 def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs) -> Driver:
     """A :class:`Driver` of ``agent`` (an :class:`~tfagents_vtrace.agents.spec.AgentSpec`)
-    into run directory ``logdir``: of its ``run_agent(...)`` when it has one, else of the
-    actor-learner of its ``Learner``.
+    into run directory ``logdir``, of the run agent its ``run_agent(...)`` returns.
 
     ``kwargs``: ``strategy``, ``start_time`` (``time.time()`` at process start),
     ``env_factory`` (``(num_envs, seed) -> VectorEnv``, e.g. failing environments in
@@ -87,12 +86,7 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
     start_time = kwargs.pop("start_time", None)
     kwargs.setdefault("strategy", None)
     seed_everything(run)  # before any network is built
-    if agent.run_agent is not None:
-        glue = agent.run_agent(run, agent_config, network_config, **kwargs)
-    else:
-        from tfagents_vtrace.runtime.actor_learner import ActorLearner
-
-        glue = ActorLearner(run, agent, agent_config, network_config, **kwargs)
+    glue = agent.run_agent(run, agent_config, network_config, **kwargs)
     config = run_config_dict(name, run, agent_config, network_config)
     driver = Driver(
         run, glue, logdir, config, start_time, kwargs["strategy"], kwargs.get("env_factory")

@@ -11,8 +11,9 @@ from tfagents_vtrace.agents.a2c.learner import A2CLearner
 from tfagents_vtrace.agents.a2c.loss import METRIC_KEYS, a2c_loss
 from tfagents_vtrace.agents.optimization import entropy_coefficient
 from tfagents_vtrace.agents.spec import AgentSpec
+from tfagents_vtrace.runtime.actor_learner import actor_learner
 
-SPEC = AgentSpec("a2c", A2CConfig, Learner=A2CLearner)
+SPEC = AgentSpec("a2c", A2CConfig, actor_learner(A2CLearner))
 
 __all__ = [
     "SPEC",

@@ -15,7 +15,7 @@ from tfagents_vtrace.agents.a3c.shared import A3CLearner, SharedOptimizer, compu
 from tfagents_vtrace.agents.a3c.worker import Worker
 from tfagents_vtrace.agents.spec import AgentSpec
 
-SPEC = AgentSpec("a3c", A3CConfig, Learner=A3CLearner, run_agent=A3CAgent)
+SPEC = AgentSpec("a3c", A3CConfig, A3CAgent)
 
 __all__ = [
     "SPEC",

@@ -35,8 +35,7 @@ def network_config_for(network_config, agent_config: AcerConfig, spaces):
 SPEC = AgentSpec(
     "acer",
     AcerConfig,
-    Learner=AcerLearner,
-    run_agent=AcerAgent,
+    AcerAgent,
     network_config_for=network_config_for,
     check_run=check_run,
 )

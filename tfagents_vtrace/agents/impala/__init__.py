@@ -14,9 +14,10 @@ from tfagents_vtrace.agents.impala.learner import (
     masked_means,
 )
 from tfagents_vtrace.agents.spec import AgentSpec
+from tfagents_vtrace.runtime.actor_learner import actor_learner
 
 SPEC = AgentSpec(
-    "impala", ImpalaConfig, Learner=ImpalaLearner, check_run=check_run, activation="relu"
+    "impala", ImpalaConfig, actor_learner(ImpalaLearner), check_run=check_run, activation="relu"
 )
 
 __all__ = [

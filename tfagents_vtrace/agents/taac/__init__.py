@@ -20,8 +20,7 @@ from tfagents_vtrace.agents.taac.trajectories import Trajectory
 SPEC = AgentSpec(
     "taac",
     TaacConfig,
-    Learner=TaacLearner,
-    run_agent=TaacAgent,
+    TaacAgent,
     restore_policy=restore_policy,
     check_run=check_run,
 )
