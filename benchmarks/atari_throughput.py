@@ -150,10 +150,11 @@ def system_flagfile(system: str, args: argparse.Namespace) -> tuple[str, tuple, 
 
 
 def flagfile_actors(path: str) -> int:
-    """The ``--num_actors`` of a flagfile (1 when it has none)."""
-    with open(path) as f:
-        values = [line.split("=", 1)[1] for line in f if line.startswith("--num_actors=")]
-    return int(values[-1]) if values else 1
+    """The ``--num_actors`` of a flagfile, nested flagfiles included (1 when it has none;
+    ``tfagents_vtrace.utils.flagfiles``, the project's flagfile reader)."""
+    from tfagents_vtrace.utils.flagfiles import flag_texts, flagfile_lines
+
+    return int(flag_texts(flagfile_lines(path)).get("num_actors", 1))
 
 
 def run_sb3(threads: int, args: argparse.Namespace) -> float:

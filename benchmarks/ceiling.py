@@ -134,33 +134,25 @@ def format_fraction(x: float | None) -> str:
 
 
 def flag_values(flagfile: str | None = None, extra: Sequence[str] = ()) -> dict[str, str]:
-    """``{name: text}`` of a flagfile's ``--name=value`` lines (``--flagfile=`` nested,
-    relative to the file; ``--noname`` is "false", ``--name`` "true"), then of ``extra``
-    (command-line flags, later ones winning): read as text, without TensorFlow."""
-    out: dict[str, str] = {}
+    """``{name: text}`` of a flagfile's flags, then of ``extra`` (command-line flags, later ones
+    winning; a ``--flagfile`` among them relative to :data:`ROOT`), read as text without
+    TensorFlow by the project's flagfile reader (``tfagents_vtrace.utils.flagfiles``: nested
+    flagfiles in place; ``--name`` is "true", ``--noname`` "false").
 
-    def take(item: str, base: str) -> None:
-        item = item.strip()
-        if not item.startswith("-"):
-            return
-        key, sep, value = item.lstrip("-").partition("=")
-        if key == "flagfile":
-            out.update(flag_values(os.path.join(base, value)))
-        elif sep:
-            out[key] = value
-        elif key.startswith("no") and key[2:]:
-            out[key[2:]] = "false"
-        else:
-            out[key] = "true"
+    Raises:
+      ValueError: a flagfile that cannot be read, or a line or item that is not a flag.
+    """
+    from tfagents_vtrace.utils import flagfiles
 
-    if flagfile:
-        with open(flagfile) as f:
-            for line in f:
-                if not line.strip().startswith("#"):
-                    take(line, os.path.dirname(flagfile))
-    for item in extra:
-        take(item, ROOT)
-    return out
+    items = list(extra)
+    for i, item in enumerate(items):  # a --flagfile PATH of extra: relative to ROOT
+        name, _, path = item.partition("=")
+        if name in flagfiles.FLAGFILE_ARGS and path:
+            items[i] = f"{name}={os.path.join(ROOT, os.path.expanduser(path))}"
+        elif item in flagfiles.FLAGFILE_ARGS and i + 1 < len(items):
+            items[i + 1] = os.path.join(ROOT, os.path.expanduser(items[i + 1]))
+    lines = flagfiles.flagfile_lines(flagfile) if flagfile else []
+    return flagfiles.flag_texts([*lines, *flagfiles.expand_flagfiles(items)])
 
 
 def run_envs(flagfile: str | None = None, extra: Sequence[str] = ()) -> dict:

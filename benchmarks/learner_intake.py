@@ -478,17 +478,16 @@ def config_name(path: str) -> str:
 
 
 def flagfile_value(path: str, key: str) -> str | None:
-    """The last ``--key=value`` of a flagfile, nested ``--flagfile=`` lines followed (read
-    as text: the settings are validated later, when TensorFlow is imported anyway)."""
-    value = None
-    with open(path) as f:
-        for line in f:
-            name, _, text = line.strip().lstrip("-").partition("=")
-            if name == "flagfile":
-                value = flagfile_value(os.path.join(os.path.dirname(path), text), key) or value
-            elif name == key:
-                value = text
-    return value
+    """The last ``--key`` of a flagfile, as text (None if it has none), nested flagfiles
+    included (``tfagents_vtrace.utils.flagfiles``, the project's flagfile reader; the
+    settings are validated later, when TensorFlow is imported anyway).
+
+    Raises:
+      ValueError: a flagfile that cannot be read, or a line that is not a flag.
+    """
+    from tfagents_vtrace.utils.flagfiles import flag_texts, flagfile_lines
+
+    return flag_texts(flagfile_lines(path)).get(key)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -515,7 +514,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         path = config_file(name)
         if path is None:
             p.error(f"--configs: no flagfile and no shipped config {name!r} (in {CONFIG_DIR})")
-        if flagfile_value(path, "agent") != "impala":
+        try:
+            agent = flagfile_value(path, "agent")
+        except ValueError as e:
+            p.error(f"--configs: {name!r}: {e}")
+        if agent != "impala":
             p.error(f"--configs: {name!r} is not an IMPALA config (--agent=impala)")
         args.configs.append(path)
     if not args.configs:

@@ -57,14 +57,15 @@ TIMINGS = ("wall_time", "sps", "bottleneck", "train_wall_time", "train_sps")
 
 
 def flagfile_value(path: str, name: str) -> str | None:
-    """The last ``--name=value`` of a flagfile (None if it has none)."""
-    value = None
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith(f"--{name}="):
-                value = line.split("=", 1)[1]
-    return value
+    """The last ``--name`` of a flagfile, as text (None if it has none), nested flagfiles
+    included (``tfagents_vtrace.utils.flagfiles``, the project's flagfile reader).
+
+    Raises:
+      ValueError: a flagfile that cannot be read, or a line that is not a flag.
+    """
+    from tfagents_vtrace.utils.flagfiles import flag_texts, flagfile_lines
+
+    return flag_texts(flagfile_lines(path)).get(name)
 
 
 def metrics_fingerprint(logdir: str) -> str:
@@ -190,7 +191,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.ceiling_steps < 0:
         p.exit(2, f"error: --ceiling_steps: expected >= 0, received {args.ceiling_steps}\n")
     if args.threshold is None:
-        stop = flagfile_value(args.flagfile, "stop_return")
+        try:
+            stop = flagfile_value(args.flagfile, "stop_return")
+        except ValueError as e:
+            p.exit(2, f"error: --flagfile: {e}\n")
         args.threshold = float(stop) if stop is not None else None
     return args
 

@@ -26,6 +26,7 @@ from tfagents_vtrace.utils.deprecated import (  # noqa: F401 - read here too
     check_deprecated,
     rename_deprecated,
 )
+from tfagents_vtrace.utils.flagfiles import FlagfileError, flag_texts, flagfile_lines
 
 # RunConfig fields whose setting (flag) names differ from the field names.
 RUN_NAMES = {"env_id": "env", "export_policy": "export"}
@@ -76,35 +77,20 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
 
 
 def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
-    """``{name: text}`` of a flagfile's ``--name=value`` lines (``--flagfile=`` lines nested,
-    relative to the file; ``#`` comments and blank lines skipped; ``--noname`` is false;
-    deprecated names renamed, :func:`rename_deprecated`)."""
+    """``{name: text}`` of a flagfile's flags, its lines read by :func:`flagfile_lines` (the
+    project's one reader: nested ``--flagfile=`` lines in place, comments and blank lines
+    skipped): ``--name=value`` is its text, ``--name`` "true", ``--noname`` "false"; deprecated
+    names renamed (:func:`rename_deprecated`; the file and its nested files are one source)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ValueError(f"flagfile: no such file {path!r}")
-    known = setting_names() | DEPRECATED_NAMES.keys()
-    out: dict[str, str] = {}
-    own: list[str] = []  # this file's names, as written (a nested file is another source)
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            if not line.startswith("-"):
-                raise ValueError(f"flagfile: {path!r}: expected --name=value, received {line!r}")
-            key, sep, value = line.lstrip("-").partition("=")
-            if key == "flagfile":
-                nested = os.path.join(os.path.dirname(path), value)
-                out.update(read_flagfile(nested))
-                continue
-            if not sep and key.startswith("no") and key not in known and key[2:] in known:
-                key, value = key[2:], "false"
-            elif not sep:
-                value = "true"
-            own.append(key)
-            out[DEPRECATED_NAMES.get(key, key)] = value
-    check_deprecated(own, "--", f" (in {path})")
-    return out
+    try:
+        lines = flagfile_lines(path)
+        texts = flag_texts(lines, known=setting_names() | DEPRECATED_NAMES.keys())
+    except FlagfileError as e:
+        raise ValueError(f"flagfile: {path!r}: {e}") from None
+    check_deprecated(texts, "--", f" (in {path})")
+    return {DEPRECATED_NAMES.get(name, name): value for name, value in texts.items()}
 
 
 @dataclasses.dataclass(frozen=True)

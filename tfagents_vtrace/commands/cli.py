@@ -3,16 +3,16 @@
 A bad flag value ends the program with one line on stderr, ``error: --FLAG: expected ...,
 received ...``, and exit code 2, instead of a Python traceback or absl's two-line ``FATAL
 Flags parsing error``. :func:`run` replaces ``absl.app.run`` and turns absl's own parsing
-errors (a value of the wrong type, an unknown flag, a missing flagfile or required flag)
-into such lines; ``--help`` and ``--helpfull`` print their usage and exit 0. A positional
-argument (``total_steps=5`` for ``--total_steps=5``), which absl would hand to ``main`` and the
-commands would ignore, is such a line too, naming it; only a command that passes arguments on
-(``tfv-benchmark``, ``run(..., passthrough=True)``) takes those after ``--``. Past parsing,
-only errors the entry points name themselves become such lines: :class:`FlagError` (raised
-by their argument checks) and the exceptions a caller converts explicitly with
-:func:`flag_error_from`; anything else (a real bug deep in the code) still ends in a
-traceback. The entry points run the
-experiments of Espeholt et al., "IMPALA", 2018, https://arxiv.org/abs/1802.01561.
+errors (a value of the wrong type, an unknown flag, a missing required flag) and a flagfile
+that cannot be read into such lines; ``--help`` and ``--helpfull`` print their usage and
+exit 0. A positional argument (``total_steps=5`` for ``--total_steps=5``), which absl would
+hand to ``main`` and the commands would ignore, is such a line too, naming it; only a
+command that passes arguments on (``tfv-benchmark``, ``run(..., passthrough=True)``) takes
+those after ``--``. Past parsing, only errors the entry points name themselves become such
+lines: :class:`FlagError` (raised by their argument checks) and the exceptions a caller
+converts explicitly with :func:`flag_error_from`; anything else (a real bug deep in the
+code) still ends in a traceback. The entry points run the experiments of Espeholt et al.,
+"IMPALA", 2018, https://arxiv.org/abs/1802.01561.
 
 absl's ``--help`` describes the ``__main__`` module: its docstring and the flags it declared.
 A console script's ``__main__`` (and the ``experiments/`` shims) declare none, so :func:`run`
@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from absl import app, flags
+
+from tfagents_vtrace.utils.flagfiles import FlagfileError, expand_flagfiles
 
 EXIT_USAGE = 2
 EXIT_FAULT = 1
@@ -254,9 +256,15 @@ def describe_flags(
 
 
 def parse_flags(argv: list[str], passthrough: bool = False) -> list[str]:
-    """``flags.FLAGS(argv)`` (the arguments left for ``main``); a ``flags.Error`` ends the
-    program with one line naming the flag (:func:`flag_error_message`, exit code 2), and so
-    does a positional argument ``main`` would not take (:func:`positional_error`)."""
+    """``flags.FLAGS(argv)`` (the arguments left for ``main``) of ``argv`` with its flagfiles
+    read in place by :func:`~tfagents_vtrace.utils.flagfiles.expand_flagfiles` (absl never
+    reads one itself). A flagfile that cannot be read, a ``flags.Error`` (one line naming the
+    flag: :func:`flag_error_message`) and a positional argument ``main`` would not take
+    (:func:`positional_error`) end the program with one line and exit code 2."""
+    try:
+        argv = [argv[0], *expand_flagfiles(argv[1:])]
+    except FlagfileError as e:
+        fail(f"--flagfile: {e}")
     try:
         rest = flags.FLAGS(argv)
     except flags.Error as e:
@@ -304,7 +312,7 @@ def positional_error(
 
 _VALUE_ERROR = re.compile(r"flag --(?P<name>[^=\s]+)=(?P<value>.*?): (?P<message>.*)")
 _REQUIRED = re.compile(r"Flag --\S+ must have a value other than None\.?")
-_MISSING_VALUE = re.compile(r"Missing value for flag -+(?P<name>\S+)|-+(?P<file>flagfile) with no")
+_MISSING_VALUE = re.compile(r"Missing value for flag -+(?P<name>\S+)")
 
 
 def flag_error_message(error: flags.Error, flag_values: flags.FlagValues = flags.FLAGS) -> str:
@@ -331,7 +339,7 @@ def flag_error_message(error: flags.Error, flag_values: flags.FlagValues = flags
         match = _VALUE_ERROR.match(line)
         if match is None:
             missing = _MISSING_VALUE.match(line)
-            name = missing and (missing["name"] or missing["file"])
+            name = missing and missing["name"]
             messages.append(f"--{name}: missing value" if name else line)
         elif _REQUIRED.fullmatch(match["message"]):
             messages.append(f"--{match['name']}: required, but not given")

@@ -25,6 +25,7 @@ from absl import flags
 from tfagents_vtrace.commands import cli, config_flags
 from tfagents_vtrace.commands.cli import FlagError
 from tfagents_vtrace.settings import RUN_NAMES, setting_fields
+from tfagents_vtrace.utils.flagfiles import FLAGFILE_ARGS, FlagfileError, flagfile_lines
 
 FLAGS = flags.FLAGS
 _TABLE: dict[str, config_flags.ConfigFlag] = {}
@@ -45,7 +46,10 @@ KEY_FLAGS = (
     "export",
 )
 """The flags ``--help`` lists first, in this order."""
-EXTRA_HELP = {"flagfile": "Read flags from this file, one --FLAG=VALUE a line (absl's flag)."}
+EXTRA_HELP = {
+    "flagfile": "Read flags from this file, one --FLAG=VALUE a line (absl's format); a nested "
+    "--flagfile=PATH line is read in place (PATH looked up beside that file first)."
+}
 """Help of the listed flags that absl declares outside ``FLAGS``."""
 USAGE = (
     "--config=NAME --logdir=DIR [--FLAG=VALUE ...]",
@@ -112,17 +116,17 @@ def _renamed(arg: str) -> str:
 
 
 def rename_deprecated_flags(argv: Sequence[str]) -> tuple[list[str], str | None]:
-    """``argv`` with each flagfile of ``argv[1:]`` before a ``--`` read in place (as absl
-    reads it, nested flagfiles included) and each deprecated flag name
-    (``utils.deprecated.DEPRECATED_NAMES``) replaced, at its place, by its name now, with one
-    warning line per name. The flagfiles are read here once: what follows (the agent's name,
-    absl's parse) reads the expanded list. A flagfile that cannot be read is left for absl's
-    own parse to report.
+    """``argv`` with each flagfile of ``argv[1:]`` before a ``--`` read in place by
+    :func:`~tfagents_vtrace.utils.flagfiles.flagfile_lines` (nested flagfiles included) and
+    each deprecated flag name (``utils.deprecated.DEPRECATED_NAMES``) replaced, at its place,
+    by its name now, with one warning line per name. The flagfiles are read here once: what
+    follows (the agent's name, absl's parse) reads the expanded list.
 
     Returns:
-      ``(argv, error)``: ``error`` is the one-line message (``--OLD: ...``) of an old name
-      given beside its new one in one source (the command line, or one flagfile); else None.
-      Across sources the later wins, as for any flag.
+      ``(argv, error)``: ``error`` is the one-line message of the first problem, else None:
+      ``--flagfile: ...`` for a flagfile that cannot be read (its argument is then left as it
+      is), ``--OLD: ...`` for an old name given beside its new one in one source (the command
+      line, or one flagfile). Across sources the later wins, as for any flag.
     """
     from tfagents_vtrace.settings import DEPRECATED_NAMES, check_deprecated
 
@@ -135,18 +139,19 @@ def rename_deprecated_flags(argv: Sequence[str]) -> tuple[list[str], str | None]
             out += args[i:]
             break
         path, taken = None, [arg]
-        if arg in ("--flagfile", "-flagfile") and i + 1 < len(args):
+        if arg in FLAGFILE_ARGS and i + 1 < len(args):
             path, taken = args[i + 1], args[i : i + 2]
-        elif arg.startswith(("--flagfile=", "-flagfile=")):
+        elif arg.startswith(tuple(f"{a}=" for a in FLAGFILE_ARGS)):
             path = arg.partition("=")[2]
         i += len(taken)
-        if path is None:
+        if path is None:  # a --flagfile with no value is cli.parse_flags' "missing value"
             own += [name for name in [_flag_name(arg)] if name]
             out.append(_renamed(arg))
             continue
         try:
-            lines = flags.FlagValues().read_flags_from_files([f"--flagfile={path}"], False)
-        except flags.Error:  # absl's own parse reports it
+            lines = flagfile_lines(path) if path else []  # absl ignores an empty --flagfile=
+        except FlagfileError as e:
+            error = error or f"--flagfile: {e}"
             out += taken
             continue
         names = [name for name in map(_flag_name, lines) if name]

@@ -31,20 +31,22 @@ from typing import Any
 from absl import flags
 
 from tfagents_vtrace.settings import setting_fields, unwrap_optional
+from tfagents_vtrace.utils.flagfiles import FlagfileError, expand_flagfiles
 
 FLAGS = flags.FLAGS
 DEFAULT_AGENT = "impala"
 
 
 def agent_from_argv(argv: Sequence[str], default: str = DEFAULT_AGENT) -> str:
-    """The value of the last ``--agent`` in ``argv[1:]``, flagfiles expanded, else ``default``.
+    """The value of the last ``--agent`` in ``argv[1:]``, flagfiles expanded
+    (:func:`~tfagents_vtrace.utils.flagfiles.expand_flagfiles`), else ``default``.
 
     Read before the flags are declared, so that their defaults can be the agent's. A broken
-    flagfile is left for absl's own parse to report.
+    flagfile gives ``default``: :func:`.cli.parse_flags` reports it.
     """
     try:
-        args = flags.FlagValues().read_flags_from_files(list(argv[1:]), force_gnu=False)
-    except flags.Error:
+        args = expand_flagfiles(argv[1:])
+    except FlagfileError:
         return default
     name, args = default, iter(args)
     for arg in args:
