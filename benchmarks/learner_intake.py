@@ -218,7 +218,7 @@ class Bench:
                               seed=run.seed, env_mode=run.env_mode,
                               policy_impl=run.policy_impl, env_kwargs=run.env_kwargs)  # fmt: skip
         network = lambda: build_network(self.net_config, run.env_id, run.env_kwargs)  # noqa: E731
-        learner_class = configs.module.run_agent.Learner  # IMPALA's and A2C's: actor_learner
+        learner_class = configs.spec.run_agent.Learner  # IMPALA's and A2C's: actor_learner
         self.learner = learner_class(configs.agent_config, network, None, 10**6, seed=0)
         self.initial_weights = self.learner.get_weights()
         recorder = Actor(self.spec, 0)

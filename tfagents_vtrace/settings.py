@@ -18,7 +18,7 @@ import dataclasses
 import os
 import types
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfagents_vtrace.runtime.config import SETTING
 from tfagents_vtrace.utils.deprecated import (  # noqa: F401 - read here too
@@ -27,6 +27,9 @@ from tfagents_vtrace.utils.deprecated import (  # noqa: F401 - read here too
     rename_deprecated,
 )
 from tfagents_vtrace.utils.flagfiles import FlagfileError, flag_texts, flagfile_lines
+
+if TYPE_CHECKING:
+    from tfagents_vtrace.agents.spec import AgentSpec
 
 # RunConfig fields whose setting (flag) names differ from the field names.
 RUN_NAMES = {"env_id": "env", "export_policy": "export"}
@@ -95,10 +98,10 @@ def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
 
 @dataclasses.dataclass(frozen=True)
 class RunConfigs:
-    """The typed configs of one run and its agent's module."""
+    """The typed configs of one run and its agent's spec."""
 
     agent: str
-    module: types.ModuleType
+    spec: AgentSpec
     agent_config: Any
     network_config: Any
     run_config: Any
@@ -144,9 +147,9 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
     from tfagents_vtrace.networks import NetworkConfig
     from tfagents_vtrace.runtime.config import RunConfig
 
-    module = get_agent(agent)
+    spec = get_agent(agent)
     settings = rename_deprecated(settings)
-    classes = (RunConfig, NetworkConfig, EnvFamilyConfig, module.Config)
+    classes = (RunConfig, NetworkConfig, EnvFamilyConfig, spec.Config)
     fields: dict[str, tuple[type, str, Any]] = {}
     for cls in classes:
         hints = typing.get_type_hints(cls)
@@ -172,17 +175,17 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
             run_config, env_kwargs=env_config.env_kwargs(run_config.env_id)
         )
         network_config = NetworkConfig(**kwargs[NetworkConfig])
-        agent_config = module.Config(**kwargs[module.Config])
+        agent_config = spec.Config(**kwargs[spec.Config])
     except ValueError as e:  # "field: message" -> "setting: message"
         field, sep, message = str(e).partition(": ")
         name = RUN_NAMES.get(field, field)
         raise ValueError(f"{name}: {message}" if sep else str(e)) from None
-    network_config = module.network_config(
+    network_config = spec.network_config(
         network_config, agent_config, run_config.env_id, run_config.env_kwargs
     )
-    if module.check_run is not None:
-        module.check_run(agent_config, run_config)
-    return RunConfigs(agent, module, agent_config, network_config, run_config)
+    if spec.check_run is not None:
+        spec.check_run(agent_config, run_config)
+    return RunConfigs(agent, spec, agent_config, network_config, run_config)
 
 
 def check_spaces(agent: str, run_config) -> None:

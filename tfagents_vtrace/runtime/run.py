@@ -109,7 +109,7 @@ def run(
                 run_dir.prepare_logdir(logdir, config, overwrite=overwrite)
             final = train(
                 configs.run_config,
-                configs.module,
+                configs.spec,
                 configs.agent_config,
                 configs.network_config,
                 logdir,
