@@ -84,6 +84,13 @@ class RunConfig:
     ``deterministic``, nor on a multi-worker cluster."""
     stop_return: float | None = None
     """End training at the first evaluation whose mean return reaches this."""
+    init_from: str | None = None
+    """Warm start: a new run starts from the networks of another run directory (its newest
+    intact checkpoint: every network it checkpoints) or of an exported policy (a SavedModel
+    directory: the policy network; an agent's other networks start fresh), for fine-tuning
+    on a changed environment or reward. The optimizer, counters and replay start fresh, and
+    the spaces and network settings must match (else the start is refused in one line). Read
+    only when the run starts: a resumed run continues from its own checkpoint."""
     checkpoint_every_s: float = 600.0
     """Seconds between checkpoints (one is also written at step 0 and one at the end). Under
     the multi_worker strategy workers must save together, so checkpoints follow steps

@@ -43,7 +43,7 @@ from tfagents_vtrace.runtime.acting.evaluation import (
     Evaluator,
     make_evaluator,
 )
-from tfagents_vtrace.runtime.rundir.checkpointing import Checkpointer
+from tfagents_vtrace.runtime.rundir.checkpointing import Checkpointer, warm_start
 from tfagents_vtrace.runtime.rundir.config_io import run_config_dict, write_config
 from tfagents_vtrace.runtime.rundir.counters import Counters
 from tfagents_vtrace.runtime.rundir.metrics_log import MetricsLog
@@ -190,6 +190,10 @@ class Driver:
         if self.resumed:  # the command's settings, not the checkpoint's, go on
             for variable, value in settings:
                 variable.assign(value)
+        elif run.init_from:  # before the step-0 checkpoint and the first weights published
+            started = warm_start(items, run.init_from)
+            if self.role.is_chief:
+                print(started, file=sys.stderr, flush=True)
         restored = self.checkpointer.values() if self.resumed else {}
         self.counters = Counters(restored, start_time)
         if self.resumed and self.role.is_chief:

@@ -5,6 +5,7 @@ agent's trackables and the run's counters, and the network read back from a run 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import time
 
@@ -179,16 +180,12 @@ def restore_network(logdir: str):
     """Rebuilds the network of run directory ``logdir`` and restores its latest checkpoint.
 
     Reads ``config.json`` (env id + network config), builds the network for the env's
-    spaces and restores only the network's weights (the optimizer is not needed). Both
-    checkpoint layouts are read: IMPALA's learner saves the variable list
-    ``network_weights``; A2C, A3C and ACER save the Keras model as ``network``.
+    spaces and restores only the network's weights (the optimizer is not needed).
 
     Raises:
       ValueError: no config.json or no checkpoint in ``logdir``, or a checkpoint with
-        neither entry; its env id is not a registered gymnasium id (:func:`read_env_id`).
+        no network; its env id is not a registered gymnasium id (:func:`read_env_id`).
     """
-    import tensorflow as tf
-
     from tfagents_vtrace.envs import env_spaces  # registers the project's env ids too
     from tfagents_vtrace.networks import NetworkConfig, make_network
 
@@ -198,18 +195,83 @@ def restore_network(logdir: str):
     network_config = NetworkConfig.from_dict(config["network_config"])
     network = make_network(network_config, spaces.observation, spaces.action)
     with intact_checkpoint(logdir) as latest:
-        children = _checkpoint_root_children(latest)
-        if "network_weights" in children:
-            checkpoint = tf.train.Checkpoint(network_weights=list(network.weights))
-        elif "network" in children:
-            checkpoint = tf.train.Checkpoint(network=network)
-        else:
-            raise ValueError(
-                f"logdir: checkpoint {latest!r} holds no network (neither 'network_weights' "
-                f"nor 'network' among {sorted(children)})"
-            )
-        checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
+        _restore_networks({"network": network}, latest, "logdir")
     return network
+
+
+def _restore_networks(networks: dict, path: str, label: str) -> list[str]:
+    """Restores the Keras models ``networks`` (``{checkpoint item: model}``) from checkpoint
+    ``path``: the names the checkpoint holds, each model whole. Both layouts of the policy
+    network are read: IMPALA's and A2C's learner save its variable list as
+    ``network_weights``, the other agents the Keras model as ``network``. Returns the names
+    restored.
+
+    Raises:
+      ValueError: naming ``label``, when the checkpoint holds none of them, or one whose
+        variables do not fit its model (other spaces or network settings).
+    """
+    import tensorflow as tf
+
+    children = _checkpoint_root_children(path)
+    found = {name: model for name, model in networks.items() if name in children}
+    if "network" in networks and "network_weights" in children:
+        found.pop("network", None)
+        found["network_weights"] = list(networks["network"].weights)
+    if not found:
+        raise ValueError(
+            f"{label}: checkpoint {path!r} holds no network (none of "
+            f"{sorted(set(networks) | {'network_weights'})} among {sorted(children)})"
+        )
+    checkpoint = tf.train.Checkpoint(**found)
+    try:
+        checkpoint.read(path).expect_partial().assert_existing_objects_matched()
+        return sorted(found)
+    except (ValueError, AssertionError, tf.errors.OpError) as e:
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    # A read that failed leaves the checkpoint's values unrestored, which TensorFlow lists
+    # line by line when the reader is collected: the one line below says it instead.
+    logger, level = tf.get_logger(), tf.get_logger().level
+    logger.setLevel("ERROR")
+    try:
+        del checkpoint
+        gc.collect()
+    finally:
+        logger.setLevel(level)
+    raise ValueError(
+        f"{label}: the networks of {path!r} do not fit this run's (the spaces or the "
+        f"network settings differ): {detail}"
+    )
+
+
+def warm_start(items: dict, source: str) -> str:
+    """Loads into checkpoint ``items`` (a run agent's: Keras models among them) the networks
+    of ``source`` (``RunConfig.init_from``): a run directory (its newest intact checkpoint;
+    every model of ``items`` it holds) or an exported policy (a SavedModel directory; its
+    policy network into ``items["network"]``). Returns a line saying what was loaded.
+
+    Raises:
+      ValueError: naming ``init_from``, for a path that is neither, a checkpoint without the
+        networks or one whose networks do not fit (other spaces or network settings).
+    """
+    import keras
+
+    source = os.fspath(source)
+    networks = {k: v for k, v in items.items() if isinstance(v, keras.Model)}
+    if os.path.isfile(os.path.join(source, "saved_model.pb")):
+        # An exported policy: a PolicyModule whose ``network`` attribute is the policy
+        # network, so its variables checkpoint reads back through that path.
+        with DirAlias(source, create=False) as alias:
+            path = os.path.join(alias, "variables", "variables")
+            _restore_networks({"network": networks["network"]}, path, "init_from")
+        return f"Warm start from the exported policy {source} (its policy network)."
+    if not os.path.isdir(os.path.join(source, "checkpoints")):
+        raise ValueError(
+            f"init_from: {source!r} is neither a run directory (no checkpoints/) nor an "
+            "exported policy (no saved_model.pb)"
+        )
+    with intact_checkpoint(source) as latest:
+        names = _restore_networks(networks, latest, "init_from")
+    return f"Warm start from {source} ({os.path.basename(latest)}: {', '.join(names)})."
 
 
 @contextlib.contextmanager
