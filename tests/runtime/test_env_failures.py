@@ -1,6 +1,9 @@
 """runtime.env_failures: the restart limits (a window of steps, failures in a row) and their
 messages, plain bad-reward messages, float32's range, malformed reset / step results."""
 
+import threading
+import time
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -13,11 +16,26 @@ from tfagents_vtrace.envs.failures import (
 )
 
 
+@pytest.fixture
+def waits(monkeypatch):
+    """The backoffs the test's own thread sleeps, recorded instead of slept. ``time.sleep``
+    is one function for the whole process: a thread another test left behind (a watchdog's
+    poll) keeps sleeping for real, rather than spinning and filling the list."""
+    recorded, real_sleep, own = [], time.sleep, threading.get_ident()
+
+    def sleep(seconds):
+        if threading.get_ident() == own:
+            recorded.append(seconds)
+        else:
+            real_sleep(seconds)
+
+    monkeypatch.setattr(env_failures.time, "sleep", sleep)
+    return recorded
+
+
 def test_failures_in_a_row_end_it_after_max_consecutive_with_a_doubling_capped_backoff(
-    monkeypatch,
+    waits,
 ):
-    waits = []
-    monkeypatch.setattr(env_failures.time, "sleep", waits.append)
     policy = env_failures.RestartPolicy()
     for step in range(env_failures.MAX_CONSECUTIVE):  # one failure per step: in a row
         policy.failed(RuntimeError("boom"), "env", step)
@@ -31,9 +49,7 @@ def test_failures_in_a_row_end_it_after_max_consecutive_with_a_doubling_capped_b
     assert len(waits) == 5  # no wait before giving up
 
 
-def test_a_successful_step_between_failures_resets_the_run_and_its_backoff(monkeypatch):
-    waits = []
-    monkeypatch.setattr(env_failures.time, "sleep", waits.append)
+def test_a_successful_step_between_failures_resets_the_run_and_its_backoff(waits):
     policy = env_failures.RestartPolicy()
     for step in (10, 11, 12, 13, 14, 20):  # 15..19 succeeded
         policy.failed(RuntimeError("x"), "env", step)
@@ -42,8 +58,7 @@ def test_a_successful_step_between_failures_resets_the_run_and_its_backoff(monke
     assert policy.consecutive == 2 and len(waits) == 2
 
 
-def test_more_than_max_failures_in_the_window_end_it(monkeypatch):
-    monkeypatch.setattr(env_failures.time, "sleep", lambda s: None)
+def test_more_than_max_failures_in_the_window_end_it(waits):
     policy = env_failures.RestartPolicy(max_failures=5, window_steps=20, max_consecutive=100)
     for step in (0, 4, 8, 12, 16):  # five in 20 steps: at the limit, not past it
         policy.failed(RuntimeError("x"), "env", step)
@@ -54,11 +69,7 @@ def test_more_than_max_failures_in_the_window_end_it(monkeypatch):
 
 
 @pytest.mark.parametrize("rate, stall_s", [(0.01, 0.5), (0.05, 20.0), (0.1, 300.0)])
-def test_the_defaults_carry_a_simulator_failing_on_a_few_percent_of_its_steps(
-    rate, stall_s, monkeypatch
-):
-    waits = []
-    monkeypatch.setattr(env_failures.time, "sleep", waits.append)
+def test_the_defaults_carry_a_simulator_failing_on_a_few_percent_of_its_steps(rate, stall_s, waits):
     policy = env_failures.RestartPolicy()
     failing = np.flatnonzero(np.random.default_rng(0).random(1_000_000) < rate)
     for step in failing:  # a million steps of one sub-environment: it never ends
@@ -68,9 +79,7 @@ def test_the_defaults_carry_a_simulator_failing_on_a_few_percent_of_its_steps(
     assert sum(waits) <= stall_s
 
 
-def test_one_that_fails_on_every_step_ends_after_a_few_seconds_of_backoff(monkeypatch):
-    waits = []
-    monkeypatch.setattr(env_failures.time, "sleep", waits.append)
+def test_one_that_fails_on_every_step_ends_after_a_few_seconds_of_backoff(waits):
     policy = env_failures.RestartPolicy()
     with pytest.raises(env_failures.EnvFailure, match="9 times in a row"):
         for step in range(0, 1000, 2):  # fail, deliver the new first observation, fail...
@@ -129,8 +138,7 @@ class NoneReward(gym.Env):
 
 
 @pytest.mark.filterwarnings("ignore:.*reward returned by `step..` must be")  # gymnasium's checker
-def test_a_none_reward_is_named_before_the_vector_env_turns_it_into_nan(monkeypatch):
-    monkeypatch.setattr(env_failures.time, "sleep", lambda s: None)
+def test_a_none_reward_is_named_before_the_vector_env_turns_it_into_nan(waits):
     if "NoneReward-v0" not in gym.registry:
         gym.register("NoneReward-v0", entry_point=NoneReward)
     env = make_vector_env("NoneReward-v0", 3, seed=0, mode="sync")
