@@ -27,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.networks import torsos
+from tfagents_vtrace.networks import action_masks, torsos
 from tfagents_vtrace.networks.config import NetworkConfig
 
 NESTED_SPACES = (gym.spaces.Dict, gym.spaces.Tuple)
@@ -43,14 +43,20 @@ def is_image(space) -> bool:
     return isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
 
 
-def space_nest(space, where: str = "observation_space"):
+def space_nest(space, where: str = "observation_space", top: bool = True):
     """The leaf spaces of ``space`` as plain dicts / tuples (a gymnasium ``Dict`` is a
     Mapping that ``tf.nest`` would try to rebuild). Raises ValueError naming ``where`` for a
-    leaf that is not a ``Box`` or ``Discrete``."""
+    leaf that is not a ``Box`` or ``Discrete`` (or, as a top-level ``Dict``'s
+    ``action_mask``, a ``MultiBinary``: :mod:`~tfagents_vtrace.networks.action_masks`)."""
     if isinstance(space, gym.spaces.Dict):
-        return {k: space_nest(v, f"{where}[{k!r}]") for k, v in space.spaces.items()}
+        return {
+            k: v
+            if top and k == action_masks.MASK_KEY and isinstance(v, gym.spaces.MultiBinary)
+            else space_nest(v, f"{where}[{k!r}]", top=False)
+            for k, v in space.spaces.items()
+        }
     if isinstance(space, gym.spaces.Tuple):
-        return tuple(space_nest(v, f"{where}[{i}]") for i, v in enumerate(space.spaces))
+        return tuple(space_nest(v, f"{where}[{i}]", top=False) for i, v in enumerate(space.spaces))
     if isinstance(space, gym.spaces.Box | gym.spaces.Discrete):
         return space
     raise ValueError(
@@ -59,9 +65,12 @@ def space_nest(space, where: str = "observation_space"):
 
 
 def leaf_spec(space, name: str) -> tf.TensorSpec:
-    """Spec of one (unbatched) leaf: int32 ``[]`` ids (Discrete), uint8 or float32 (Box)."""
+    """Spec of one (unbatched) leaf: int32 ``[]`` ids (Discrete), uint8 or float32 (Box),
+    float32 (a MultiBinary action mask)."""
     if isinstance(space, gym.spaces.Discrete):
         return tf.TensorSpec([], tf.int32, name=name)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return tf.TensorSpec(space.shape, tf.float32, name=name)
     dtype = tf.uint8 if space.dtype == np.uint8 else tf.float32
     return tf.TensorSpec(space.shape, dtype, name=name)
 
@@ -149,7 +158,8 @@ class MultiInputTorso(keras.layers.Layer):
         **kw,
     ):
         super().__init__(**kw)
-        self.structure = space_nest(observation_space)
+        # The action mask is no feature (networks/action_masks.py): its leaf is left out.
+        self.structure = space_nest(action_masks.without_mask(observation_space))
         conv = use_conv and config.torso != "mlp"
         self.encoders = []
         for space in tf.nest.flatten(self.structure):
@@ -166,7 +176,7 @@ class MultiInputTorso(keras.layers.Layer):
         self.built = True  # sublayers build on the first call
 
     def call(self, observation) -> tf.Tensor:
-        leaves = tf.nest.flatten(observation)
+        leaves = tf.nest.flatten(action_masks.without_mask(observation))
         if len(leaves) != len(self.encoders):
             raise ValueError(
                 f"observation: expected {len(self.encoders)} leaves, got {len(leaves)}"
