@@ -24,9 +24,11 @@ import numpy as np
 NUM_ACTIONS = 6
 EPISODE_STEPS = 10
 # E[1 / |allowed|] over masks of independent fair bits, given one at least, per step.
-RANDOM_ALLOWED_RETURN = EPISODE_STEPS * sum(
-    comb(NUM_ACTIONS, k) / k for k in range(1, NUM_ACTIONS + 1)
-) / (2**NUM_ACTIONS - 1)
+RANDOM_ALLOWED_RETURN = (
+    EPISODE_STEPS
+    * sum(comb(NUM_ACTIONS, k) / k for k in range(1, NUM_ACTIONS + 1))
+    / (2**NUM_ACTIONS - 1)
+)
 
 
 class MaskedGame(gym.Env):
