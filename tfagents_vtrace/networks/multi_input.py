@@ -77,17 +77,23 @@ def leaf_spec(space, name: str) -> tf.TensorSpec:
 
 def observation_spec(space):
     """A nest of ``tf.TensorSpec`` of one observation of a ``Dict`` / ``Tuple`` space; leaf
-    names are ``observation_<key>`` (``observation_<i>`` in a tuple, ``_``-joined paths)."""
+    names are ``observation_<key>`` (``observation_<i>`` in a tuple, ``_``-joined paths:
+    :func:`named_leaves`)."""
     nest = space_nest(space)
-    paths = [p for p, _ in _paths(nest)]
-    leaves = tf.nest.flatten(nest)
-    specs = [leaf_spec(s, "_".join(["observation", *map(str, p)])) for s, p in zip(leaves, paths)]
+    specs = [leaf_spec(s, name) for name, s in named_leaves(nest)]
     return tf.nest.pack_sequence_as(nest, specs)
+
+
+def named_leaves(nest, prefix: str = "observation") -> list:
+    """``(name, leaf)`` of a nest of dicts / tuples in ``tf.nest.flatten`` order (dict keys
+    sorted), named ``prefix_<key>_<i>...`` by their paths: the flat input names of an
+    exported policy's observation (a plain leaf is ``prefix`` itself)."""
+    return [("_".join([prefix, *map(str, p)]), leaf) for p, leaf in _paths(nest)]
 
 
 def _paths(nest, prefix=()):
     """``(path, leaf)`` pairs in ``tf.nest.flatten`` order (dict keys sorted)."""
-    if isinstance(nest, dict):
+    if isinstance(nest, dict):  # a gymnasium observation's OrderedDict too
         for k in sorted(nest):
             yield from _paths(nest[k], (*prefix, k))
     elif isinstance(nest, tuple):
