@@ -13,7 +13,10 @@ its own and concatenates the codes, the pattern of Stable-Baselines3's ``Combine
 * a ``Discrete`` leaf is one-hot encoded, any other ``Box`` leaf flattened (uint8 scaled as
   :func:`~tfagents_vtrace.networks.torsos.input_scale_for` says);
 
-then the concatenation goes through dense layers of ``NetworkConfig.hidden_sizes``.
+then the concatenation goes through dense layers of ``NetworkConfig.hidden_sizes``. A
+top-level ``Dict``'s ``action_mask`` entry (a ``MultiBinary`` or a ``Box``) is an input of the
+network but no feature: the torso leaves it out, the policy head's logits are masked with it
+(:mod:`~tfagents_vtrace.networks.action_masks`).
 
 Small images: a conv torso whose strides would shrink the image below 1x1 (the Nature CNN's
 8x8/4 first layer needs 8x8 inputs) is replaced by the grid CNN of MinAtar (conv 16x3x3/1,
