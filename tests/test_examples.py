@@ -37,3 +37,9 @@ def test_train_from_the_command_line(tmp_path):
                LOGDIR=str(tmp_path / "cli"), TOTAL_STEPS="4000",
                PATH=bindir + os.pathsep + ENV.get("PATH", ""))  # fmt: skip
     assert '"final": true' in out and os.path.isfile(tmp_path / "cli" / "policy.onnx")
+
+
+def test_the_masked_game_trains_and_never_takes_a_masked_action(tmp_path):
+    out = _run([sys.executable, os.path.join(EXAMPLES, "masked_game.py"),
+                f"--logdir={tmp_path / 'masked'}", "--total_steps=3000"], tmp_path)  # fmt: skip
+    assert out.strip().endswith("forbidden actions taken: 0"), out[-500:]

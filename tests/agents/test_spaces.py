@@ -81,3 +81,35 @@ def test_sub_spaces_and_shapes_are_checked():
 def test_unknown_agent_is_named():
     with pytest.raises(ValueError, match="^agent: expected one of"):
         check_spaces("dqn", BOX, DISCRETE)
+
+
+def _masked(n, mask=None):
+    return gym.spaces.Dict({"x": BOX, "action_mask": mask or gym.spaces.MultiBinary(n)})
+
+
+@pytest.mark.parametrize("agent", ["impala", "a2c", "a3c"])
+def test_actor_critic_agents_take_action_masks(agent):
+    check_spaces(agent, _masked(4), DISCRETE)
+    check_spaces(agent, _masked(5, gym.spaces.Box(0.0, 1.0, (5,), np.float32)), MULTI_DISCRETE)
+
+
+@pytest.mark.parametrize(
+    ("agent", "observation", "action", "message"),
+    [
+        ("acer", _masked(4), DISCRETE,
+         "env: acer does not take action masks (the observation's 'action_mask' entry; impala, "
+         "a2c and a3c do)"),
+        ("taac", _masked(2), ACTIONS["Box"],
+         "env: observation_space['action_mask']: action masks take Discrete or MultiDiscrete "
+         "actions, got Box actions"),
+        ("impala", _masked(4), MULTI_BINARY, "env: observation_space['action_mask']: action "
+         "masks take Discrete or MultiDiscrete actions, got MultiBinary actions"),
+        ("a2c", _masked(4), MULTI_DISCRETE,
+         "env: observation_space['action_mask']: expected shape (5,) (one entry per action of "
+         "MultiDiscrete([3 2])), got (4,)"),
+    ],
+)  # fmt: skip
+def test_masks_an_agent_cannot_use_are_refused_in_one_line(agent, observation, action, message):
+    with pytest.raises(ValueError) as e:
+        check_spaces(agent, observation, action)
+    assert str(e.value) == message

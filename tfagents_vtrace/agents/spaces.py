@@ -11,6 +11,10 @@ acer            Box, Discrete                       Discrete, Box (rank 1)
 taac            Box                                 Box (rank 1)
 ==============  ==================================  ========================================
 
+impala, a2c and a3c take action masks (``AgentSpaces.action_masks``): a Dict observation's
+``action_mask`` entry (a ``MultiBinary`` or 0 / 1 ``Box``) for Discrete or MultiDiscrete
+actions (:mod:`tfagents_vtrace.networks.action_masks`).
+
 :func:`check_spaces` raises ``ValueError`` with one line naming the agent and the space
 (``env: taac does not take Discrete actions (it takes Box actions)``), before any network
 is built.
@@ -23,6 +27,8 @@ import dataclasses
 import gymnasium as gym
 import numpy as np
 
+from tfagents_vtrace.networks.action_masks import check_mask_spaces, has_mask, without_mask
+
 __all__ = ["SUPPORTED_SPACES", "AgentSpaces", "check_spaces"]
 
 
@@ -33,16 +39,20 @@ class AgentSpaces:
     ``observations`` may hold "Dict" / "Tuple": their sub-spaces are then any of the other
     observation names (nested Dict / Tuple included). ``rank1_actions``: action space names
     whose shape must have rank 1 (the actor-critic network's vector actions).
+    ``action_masks``: a Dict observation's ``action_mask`` entry masks the policy
+    (:mod:`tfagents_vtrace.networks.action_masks`; the actor-critic network does it).
     """
 
     observations: tuple[str, ...]
     actions: tuple[str, ...]
     rank1_actions: tuple[str, ...] = ("Box", "MultiDiscrete", "MultiBinary")
+    action_masks: bool = False
 
 
 _ACTOR_CRITIC = AgentSpaces(
     observations=("Box", "Discrete", "Dict", "Tuple"),
     actions=("Discrete", "Box", "MultiDiscrete", "MultiBinary"),
+    action_masks=True,
 )
 
 SUPPORTED_SPACES: dict[str, AgentSpaces] = {
@@ -118,5 +128,17 @@ def check_spaces(agent_name: str, observation_space, action_space) -> None:
     from tfagents_vtrace.agents import get_agent
 
     table = get_agent(agent_name).spaces
+    if has_mask(observation_space):
+        try:
+            check_mask_spaces(observation_space, action_space)
+        except ValueError as error:
+            raise ValueError(f"env: {error}") from None
+        if not table.action_masks:
+            takers = [name for name, t in SUPPORTED_SPACES.items() if t.action_masks]
+            raise ValueError(
+                f"env: {agent_name} does not take action masks (the observation's "
+                f"'action_mask' entry; {', '.join(takers[:-1])} and {takers[-1]} do)"
+            )
+        observation_space = without_mask(observation_space)  # its leaf is checked above
     _check_observation(agent_name, table, observation_space, None)
     _check_action(agent_name, table, action_space)

@@ -27,7 +27,8 @@
 * A non-finite observation never reaches the policy (a categorical sampler fed NaN logits
   can return an index past the last action), and an action outside the action space never
   reaches the environment (under XLA an out-of-range index is clamped silently):
-  :class:`InvalidAction` stops the run.
+  :class:`InvalidAction` stops the run, and so does an action mask that allows nothing
+  (:class:`NoActionAllowed`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ class EnvFailure(ActingError):
 
 class InvalidAction(ActingError):
     """The policy produced an action outside the action space."""
+
+
+class NoActionAllowed(ActingError, ValueError):
+    """The environment's ``action_mask`` allows no action (for one action dimension) at a
+    step whose action it will take (``tfagents_vtrace.networks.action_masks``)."""
 
 
 class ActorAbandoned(Exception):  # noqa: N818 - a state, not an error of the user's

@@ -33,8 +33,10 @@ The greedy step is ``greedy_action``'s: argmax, ``loc`` or ``mid + half_range * 
 (the noise-free draw), with ``log_prob`` of that action by the formulas above.
 
 A network whose conv torso computes in bfloat16 only because this machine chose it is
-exported as a float32 copy (:func:`exported_network`); LiteRT and ONNX take one observation
-array, so a Dict / Tuple observation is exported as a SavedModel only.
+exported as a float32 copy (:func:`exported_network`). A Dict / Tuple observation is one
+input per leaf in the flat signatures and in the LiteRT and ONNX files; its ``action_mask``
+entry, if any, masks the policy inside the network (``networks/action_masks.py``), so every
+format's sampled and greedy actions keep to the allowed ones.
 """
 
 from __future__ import annotations

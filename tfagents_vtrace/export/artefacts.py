@@ -32,7 +32,7 @@ def write(policy, path: str | os.PathLike, fmt: str = "saved_model", *, overwrit
 
     Raises:
       ValueError: ``fmt`` is not a format; from the format's writer (``path`` may not be
-        written, a Dict / Tuple observation in a LiteRT or ONNX file).
+        written).
     """
     check_format(fmt)
     return WRITERS[fmt](policy, path, overwrite=overwrite)

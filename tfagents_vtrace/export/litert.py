@@ -17,7 +17,8 @@ package)::
     state = {k: v for k, v in out.items() if k.startswith("state_")}
 
 Signatures (the SavedModel's flat ones, batch size dynamic): ``greedy_action`` and ``action``
-(inputs observation, first, prev_action, prev_reward, state_0, ... and, for ``action``, the
+(inputs observation, or one ``observation_<key>`` per leaf of a Dict / Tuple observation, an
+action mask included, first, prev_action, prev_reward, state_0, ... and, for ``action``, the
 noise inputs; outputs those of the SavedModel's, state_0, ...) and ``get_initial_state``
 (batch_size -> zeros state_0, ...). ``action`` is the SavedModel's ``action_from_noise``
 (the noise laws are in the metadata: uniform [0, 1) for categorical policies, standard normal
@@ -39,7 +40,7 @@ import tempfile
 import tensorflow as tf
 
 from tfagents_vtrace.export.actor_critic import as_policy_module
-from tfagents_vtrace.export.policy_module import PolicyModule, check_single_observation
+from tfagents_vtrace.export.policy_module import PolicyModule
 from tfagents_vtrace.export.target import check_export_file, write_file_atomically
 
 SIGNATURES = ("greedy_action", "action", "get_initial_state")
@@ -97,12 +98,10 @@ def tflite_model(policy) -> bytes:
     portable variant's signatures, converted with builtin ops only, float32.
 
     Raises:
-      ValueError: ``policy`` is neither a PolicyModule nor an ActorCriticNetwork, or its
-        observation is a Dict / Tuple space (SavedModel only).
+      ValueError: ``policy`` is neither a PolicyModule nor an ActorCriticNetwork.
       tf.lite's ConverterError: an op of the policy has no LiteRT builtin.
     """
     module = as_policy_module(policy).portable()
-    check_single_observation(module, "LiteRT")
     with tempfile.TemporaryDirectory(prefix="tflite-src-") as source:
         tf.saved_model.save(tf.Module(), source, signatures=portable_functions(module))
         converter = tf.lite.TFLiteConverter.from_saved_model(source, signature_keys=SIGNATURES)

@@ -14,7 +14,8 @@ action of one call::
     out["greedy_action"], out["action"], out["value"], out["logits"]
     state_0 = out["next_state_0"]
 
-Inputs: the SavedModel's flat ones (observation, first, prev_action, prev_reward, state_0,
+Inputs: the SavedModel's flat ones (observation, or one ``observation_<key>`` per leaf of a
+Dict / Tuple observation, an action mask included, first, prev_action, prev_reward, state_0,
 ... with a dynamic batch size) plus its noise inputs, e.g. ``noise`` ``[B, A]`` float32 (the
 laws are in the metadata: uniform [0, 1) for categorical policies, standard normal for
 Gaussian ones; a caller that wants only the greedy action may pass zeros). Outputs: those of
@@ -36,7 +37,7 @@ import os
 import tensorflow as tf
 
 from tfagents_vtrace.export.actor_critic import as_policy_module
-from tfagents_vtrace.export.policy_module import PolicyModule, check_single_observation
+from tfagents_vtrace.export.policy_module import PolicyModule
 from tfagents_vtrace.export.target import check_export_file, write_file_atomically
 
 DEFAULT_OPSET = 17
@@ -64,12 +65,10 @@ def onnx_model(policy, opset: int = DEFAULT_OPSET) -> bytes:
     ``metadata_props["tfagents_vtrace"]``.
 
     Raises:
-      ValueError: ``policy`` is neither, or its observation is a Dict / Tuple space
-        (SavedModel only).
+      ValueError: ``policy`` is neither.
       ImportError: tf2onnx is not installed (the ``onnx`` extra).
     """
     module = as_policy_module(policy).portable()
-    check_single_observation(module, "ONNX")
     try:
         import tf2onnx
     except ImportError as e:

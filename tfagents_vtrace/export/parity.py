@@ -7,8 +7,8 @@ time, so that is what is compared):
 1. :func:`record`: the reference (a SavedModel) acts in an environment for ``steps`` steps
    at batch size 1, sampling its actions from recorded noise (``action_from_noise``); episodes
    end by termination, truncation or ``max_episode_steps``, so resets fall inside the window.
-   Each step's inputs, the noise, and the reference's ``greedy_action`` and sampled outputs
-   are kept.
+   Each step's inputs (a Dict / Tuple observation as its flat ``observation_<key>``
+   inputs), the noise, and the reference's ``greedy_action`` and sampled outputs are kept.
 2. :func:`replay`: the candidate is fed the same observations, ``first`` flags, previous
    actions and rewards and noise, carrying its *own* recurrent state from step to step (or,
    with ``teacher_forcing``, fed the reference's: for policies whose state dynamics amplify
@@ -48,6 +48,29 @@ def _numpy(out: dict) -> dict:
 def _noises(noise) -> dict:
     """The noise inputs by name: an array is the ``noise`` input."""
     return dict(noise) if isinstance(noise, dict) else {"noise": noise}
+
+
+def is_observation_key(key: str) -> bool:
+    """Whether a recorded trajectory's ``key`` is an observation input (``observation``, or
+    ``observation_<key>`` of a Dict / Tuple observation's leaf)."""
+    return key == "observation" or key.startswith("observation_")
+
+
+def observation_inputs(observation, dtypes) -> dict:
+    """The flat observation inputs of one environment observation, batch of one: ``{
+    "observation": array}``, or for a Dict / Tuple observation (``dtypes`` the metadata's
+    ``observation_dtype``, by input name) one ``observation_<key>`` array per leaf."""
+    if not isinstance(dtypes, dict):
+        return {"observation": np.asarray(observation, np.dtype(dtypes))[None]}
+    from tfagents_vtrace.networks.multi_input import named_leaves
+
+    leaves = dict(named_leaves(observation))
+    if set(leaves) != set(dtypes):
+        raise ValueError(
+            f"env: its observation has the leaves {sorted(leaves)}, the policy takes "
+            f"{sorted(dtypes)}"
+        )
+    return {name: np.asarray(leaves[name], np.dtype(dtypes[name]))[None] for name in dtypes}
 
 
 def noise_inputs(metadata: dict) -> dict:
@@ -230,7 +253,8 @@ def record(
     """Steps of ``reference`` acting in ``env`` (one gymnasium env, batch size 1).
 
     Actions are the reference's draws from recorded noise. Returns arrays with a leading
-    ``[steps]`` axis: the inputs (``observation, first, prev_action, prev_reward`` and the
+    ``[steps]`` axis: the inputs (``observation`` or its ``observation_<key>`` leaves,
+    ``first, prev_action, prev_reward`` and the
     noise inputs: ``noise``, and ``b_noise`` for TAAC),
     ``greedy/<output>`` and ``sample/<output>`` (the reference's outputs, states included),
     and ``episodes`` (how many episodes the window touched).
@@ -238,7 +262,7 @@ def record(
     meta = reference.metadata
     max_episode_steps = max_episode_steps or max(2, steps // 3)
     rng = np.random.default_rng(seed)
-    obs_dtype = np.dtype(meta["observation_dtype"])
+    obs_dtypes = meta["observation_dtype"]  # one dtype, or one per flat input (Dict / Tuple)
     act_dtype, act_shape = np.dtype(meta["action_dtype"]), tuple(meta["action_shape"])
     obs, _ = env.reset(seed=int(seed))
     state = reference.initial_state(1)
@@ -247,7 +271,7 @@ def record(
     rec: dict[str, list] = {}
     for _ in range(steps):
         inputs = {
-            "observation": np.asarray(obs, obs_dtype)[None],
+            **observation_inputs(obs, obs_dtypes),
             "first": np.array([first]),
             "prev_action": prev_action,
             "prev_reward": prev_reward,
@@ -286,11 +310,12 @@ def replay(candidate, trajectory: dict, teacher_forcing: bool = False) -> dict:
     state = candidate.initial_state(batch)
     noise_keys = [k for k in trajectory if is_noise_key(k)]
     state_keys = [k for k in trajectory if k.startswith("sample/state_")]
+    input_keys = [k for k in trajectory if is_observation_key(k)] + list(INPUTS[1:])
     rec: dict[str, list] = {}
     for t in range(steps):
         if teacher_forcing and t > 0:
             state = {k[len("sample/") :]: trajectory[k][t - 1] for k in state_keys}
-        inputs = {k: trajectory[k][t] for k in INPUTS}
+        inputs = {k: trajectory[k][t] for k in input_keys}
         noise = {k: trajectory[k][t] for k in noise_keys}
         sample = _act(candidate, inputs, state, noise, rec)
         state = {k: v for k, v in sample.items() if k.startswith("state_")}

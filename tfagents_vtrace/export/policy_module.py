@@ -188,13 +188,3 @@ def _flat_state(out: dict) -> dict:
     flat = {k: v for k, v in out.items() if k != "state"}
     flat.update({f"state_{i}": s for i, s in enumerate(out["state"])})
     return flat
-
-
-def check_single_observation(module: PolicyModule, what: str) -> None:
-    """Raises ValueError naming the network when ``module``'s observation is a Dict / Tuple
-    nest: the LiteRT and ONNX artefacts (and their parity check) take one observation array."""
-    if not isinstance(module.observation_spec, tf.TensorSpec):
-        raise ValueError(
-            f"network: {what} export takes one observation array, this policy's observation "
-            "is a Dict / Tuple space; export it as a SavedModel"
-        )

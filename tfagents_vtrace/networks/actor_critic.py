@@ -15,7 +15,8 @@ prev_reward ``[B]`` float32. Outputs: policy params
 ``[B, A]`` each, value ``[B]`` (with the discrete Q head ``sum_a pi(a|s) Q(s, a)``, ACER's V),
 q ``[B, A]`` (discrete Q head) or ``[B]`` (the stochastic dueling Q of the given ``actions``)
 or None, state a tuple of float32 ``[B, k]`` (``()`` when feed-forward). Gradients flow into
-every weight; inputs receive none.
+every weight; inputs receive none. A Dict observation's ``action_mask`` entry masks the
+policy's logits and is no input of the torso (``action_masks.py``).
 
 ACER's unshared models (Wang et al. 2016, https://arxiv.org/abs/1611.01224; chainerrl's
 ``ACERSeparateModel`` / ``ACERSDNSeparateModel``): ``q_hidden_sizes`` gives the Q head (or
@@ -34,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.networks import action_spaces, distributions, heads, multi_input, torsos
+from tfagents_vtrace.networks.action_masks import check_mask_spaces, mask_policy
 from tfagents_vtrace.networks.config import NetworkConfig
 from tfagents_vtrace.networks.core import LSTMCore
 from tfagents_vtrace.networks.precision import compute_dtype_choice
@@ -181,6 +183,7 @@ class ActorCriticNetwork(keras.Model):
                 "NetworkConfig.q_hidden_sizes needs a Q head (an ACER network), got q_head=None"
             )
         self.policy_kind = kind
+        check_mask_spaces(observation_space, action_space)
 
     def _mlp(self, hidden_sizes: tuple[int, ...]) -> keras.layers.Layer:
         """An MLP of its own on the observation (``()``: the flattened observation)."""
@@ -360,8 +363,9 @@ class ActorCriticNetwork(keras.Model):
     def _heads(self, x: tf.Tensor, actions, observation: tf.Tensor):
         """Heads on ``[N, F]`` -> (policy dict, value ``[N]``, q or None).
 
-        ``observation`` ``[N, *obs]`` feeds the separate value or Q torso when there is one."""
-        policy = self.policy_head(x)
+        ``observation`` ``[N, *obs]`` feeds the separate value or Q torso when there is one;
+        its ``action_mask`` entry, if any, masks the policy (networks/action_masks.py)."""
+        policy = mask_policy(self.policy_head(x), observation, self.policy_kind)
         q = None
         q_x = x if self.q_torso is None else self.q_torso(observation)
         if self.config.q_head == "stochastic_dueling":

@@ -13,7 +13,10 @@ its own and concatenates the codes, the pattern of Stable-Baselines3's ``Combine
 * a ``Discrete`` leaf is one-hot encoded, any other ``Box`` leaf flattened (uint8 scaled as
   :func:`~tfagents_vtrace.networks.torsos.input_scale_for` says);
 
-then the concatenation goes through dense layers of ``NetworkConfig.hidden_sizes``.
+then the concatenation goes through dense layers of ``NetworkConfig.hidden_sizes``. A
+top-level ``Dict``'s ``action_mask`` entry (a ``MultiBinary`` or a ``Box``) is an input of the
+network but no feature: the torso leaves it out, the policy head's logits are masked with it
+(:mod:`~tfagents_vtrace.networks.action_masks`).
 
 Small images: a conv torso whose strides would shrink the image below 1x1 (the Nature CNN's
 8x8/4 first layer needs 8x8 inputs) is replaced by the grid CNN of MinAtar (conv 16x3x3/1,
@@ -27,7 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.networks import torsos
+from tfagents_vtrace.networks import action_masks, torsos
 from tfagents_vtrace.networks.config import NetworkConfig
 
 NESTED_SPACES = (gym.spaces.Dict, gym.spaces.Tuple)
@@ -43,14 +46,20 @@ def is_image(space) -> bool:
     return isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
 
 
-def space_nest(space, where: str = "observation_space"):
+def space_nest(space, where: str = "observation_space", top: bool = True):
     """The leaf spaces of ``space`` as plain dicts / tuples (a gymnasium ``Dict`` is a
     Mapping that ``tf.nest`` would try to rebuild). Raises ValueError naming ``where`` for a
-    leaf that is not a ``Box`` or ``Discrete``."""
+    leaf that is not a ``Box`` or ``Discrete`` (or, as a top-level ``Dict``'s
+    ``action_mask``, a ``MultiBinary``: :mod:`~tfagents_vtrace.networks.action_masks`)."""
     if isinstance(space, gym.spaces.Dict):
-        return {k: space_nest(v, f"{where}[{k!r}]") for k, v in space.spaces.items()}
+        return {
+            k: v
+            if top and k == action_masks.MASK_KEY and isinstance(v, gym.spaces.MultiBinary)
+            else space_nest(v, f"{where}[{k!r}]", top=False)
+            for k, v in space.spaces.items()
+        }
     if isinstance(space, gym.spaces.Tuple):
-        return tuple(space_nest(v, f"{where}[{i}]") for i, v in enumerate(space.spaces))
+        return tuple(space_nest(v, f"{where}[{i}]", top=False) for i, v in enumerate(space.spaces))
     if isinstance(space, gym.spaces.Box | gym.spaces.Discrete):
         return space
     raise ValueError(
@@ -59,26 +68,35 @@ def space_nest(space, where: str = "observation_space"):
 
 
 def leaf_spec(space, name: str) -> tf.TensorSpec:
-    """Spec of one (unbatched) leaf: int32 ``[]`` ids (Discrete), uint8 or float32 (Box)."""
+    """Spec of one (unbatched) leaf: int32 ``[]`` ids (Discrete), uint8 or float32 (Box),
+    float32 (a MultiBinary action mask)."""
     if isinstance(space, gym.spaces.Discrete):
         return tf.TensorSpec([], tf.int32, name=name)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return tf.TensorSpec(space.shape, tf.float32, name=name)
     dtype = tf.uint8 if space.dtype == np.uint8 else tf.float32
     return tf.TensorSpec(space.shape, dtype, name=name)
 
 
 def observation_spec(space):
     """A nest of ``tf.TensorSpec`` of one observation of a ``Dict`` / ``Tuple`` space; leaf
-    names are ``observation_<key>`` (``observation_<i>`` in a tuple, ``_``-joined paths)."""
+    names are ``observation_<key>`` (``observation_<i>`` in a tuple, ``_``-joined paths:
+    :func:`named_leaves`)."""
     nest = space_nest(space)
-    paths = [p for p, _ in _paths(nest)]
-    leaves = tf.nest.flatten(nest)
-    specs = [leaf_spec(s, "_".join(["observation", *map(str, p)])) for s, p in zip(leaves, paths)]
+    specs = [leaf_spec(s, name) for name, s in named_leaves(nest)]
     return tf.nest.pack_sequence_as(nest, specs)
+
+
+def named_leaves(nest, prefix: str = "observation") -> list:
+    """``(name, leaf)`` of a nest of dicts / tuples in ``tf.nest.flatten`` order (dict keys
+    sorted), named ``prefix_<key>_<i>...`` by their paths: the flat input names of an
+    exported policy's observation (a plain leaf is ``prefix`` itself)."""
+    return [("_".join([prefix, *map(str, p)]), leaf) for p, leaf in _paths(nest)]
 
 
 def _paths(nest, prefix=()):
     """``(path, leaf)`` pairs in ``tf.nest.flatten`` order (dict keys sorted)."""
-    if isinstance(nest, dict):
+    if isinstance(nest, dict):  # a gymnasium observation's OrderedDict too
         for k in sorted(nest):
             yield from _paths(nest[k], (*prefix, k))
     elif isinstance(nest, tuple):
@@ -149,7 +167,8 @@ class MultiInputTorso(keras.layers.Layer):
         **kw,
     ):
         super().__init__(**kw)
-        self.structure = space_nest(observation_space)
+        # The action mask is no feature (networks/action_masks.py): its leaf is left out.
+        self.structure = space_nest(action_masks.without_mask(observation_space))
         conv = use_conv and config.torso != "mlp"
         self.encoders = []
         for space in tf.nest.flatten(self.structure):
@@ -166,7 +185,7 @@ class MultiInputTorso(keras.layers.Layer):
         self.built = True  # sublayers build on the first call
 
     def call(self, observation) -> tf.Tensor:
-        leaves = tf.nest.flatten(observation)
+        leaves = tf.nest.flatten(action_masks.without_mask(observation))
         if len(leaves) != len(self.encoders):
             raise ValueError(
                 f"observation: expected {len(self.encoders)} leaves, got {len(leaves)}"

@@ -42,7 +42,10 @@ step to truncate. Cut episodes are not reported in
 ``episode_returns``. Restarts are counted in ``env_restarts`` and limited by
 :class:`~tfagents_vtrace.envs.failures.RestartPolicy` (past it:
 :class:`~tfagents_vtrace.envs.failures.EnvFailure`); an action outside the action
-space stops the run with ``InvalidAction``.
+space stops the run with ``InvalidAction``, and an ``action_mask`` observation entry that
+allows no action where the environment will take one (not at a reset step) with
+``NoActionAllowed``, checked before the policy is called
+(:mod:`tfagents_vtrace.networks.action_masks`).
 
 For the step timeout the actor stamps ``env_call_since`` (``time.perf_counter()``) before
 each environment call and clears it after, for the
@@ -66,11 +69,13 @@ import tensorflow as tf
 from tfagents_vtrace.envs.failures import (
     ActingError,
     ActorAbandoned,
+    NoActionAllowed,
     RestartPolicy,
     step_timeout,
     timeout_message,
     watchdog,
 )
+from tfagents_vtrace.networks.action_masks import MASK_KEY, first_all_masked, mask_blocks
 from tfagents_vtrace.runtime.acting.policies import make_policy
 from tfagents_vtrace.runtime.acting.space_checks import (
     check_actions,
@@ -233,6 +238,8 @@ class Actor:
         self._first = np.ones(b, bool)
         self._reset = np.zeros(b, bool)
         space = self._action_space = self.env.single_action_space
+        # None, or the action mask's blocks (its entries per action dimension)
+        self._mask_blocks = mask_blocks(getattr(self.env, "single_observation_space", None), space)
         self._prev_action = np.zeros((b, *space.shape), space.dtype)
         self._prev_reward = np.zeros(b, np.float32)
         self._state = self.policy.initial_state(b)
@@ -335,6 +342,8 @@ class Actor:
         mark = time.perf_counter()  # one clock read per phase change: env -> policy -> env
         for t in range(self.spec.unroll_length):
             self._store_inputs(u, t)
+            if self._mask_blocks is not None:
+                self._check_mask(t)
             action, params, state = self.policy.step(
                 self._obs, self._first, self._prev_action, self._prev_reward, self._state
             )
@@ -391,6 +400,20 @@ class Actor:
         self._episode_returns, self._episode_lengths = [], []
         self.timing = dict.fromkeys(TIMES, 0.0)
         return u, info
+
+    def _check_mask(self, t: int) -> None:
+        """Raises ``NoActionAllowed`` when the observation's action mask allows nothing in a
+        column whose action the environment takes (every column but reset steps')."""
+        bad = first_all_masked(self._obs[MASK_KEY], self._mask_blocks, skip=self._reset)
+        if bad is None:
+            return
+        env, block = bad
+        step = self._unrolls * self.spec.unroll_length + t
+        dim = f", action dimension {block}" if len(self._mask_blocks) > 1 else ""
+        raise NoActionAllowed(
+            f"action_mask: no action allowed at step {step} (env {env}{dim}) of actor "
+            f"{self.actor_id}: environment {self.spec.env_id} must allow at least one action"
+        )
 
     def _cut(self, u: dict, t: int, failed: np.ndarray) -> None:
         """Marks the episodes of the ``failed`` columns as cut at step ``t`` (module
