@@ -45,6 +45,11 @@ class AgentConfig:
     reward_scale: float = 1.0
     """Rewards are multiplied by this (> 0) before clipping; values then learn returns of
     order one (e.g. 0.1 on CartPole, whose returns reach ~100)."""
+    normalize_rewards: bool = False
+    """Divide the rewards the learner trains on by a running estimate of the discounted
+    return's standard deviation, clipped to +-10 (SB3 VecNormalize's ``norm_reward``), before
+    ``reward_scale`` and clipping: value targets of order one whatever the reward's units.
+    The statistics are checkpointed with the run. IMPALA and A2C."""
     learning_rate: float = 1e-3
     """Initial learning rate (> 0)."""
     max_grad_norm: float | None = 40.0
@@ -59,6 +64,7 @@ class AgentConfig:
     def __post_init__(self) -> None:
         check_number("discount", self.discount, 0.0, 1.0, True, False)
         check_positive("reward_scale", self.reward_scale)
+        check_bool("normalize_rewards", self.normalize_rewards)
         check_positive("learning_rate", self.learning_rate)
         if self.max_grad_norm is not None:
             check_positive("max_grad_norm", self.max_grad_norm, allow_zero=True)
@@ -72,10 +78,11 @@ class LearnerConfig(AgentConfig):
     :func:`tfagents_vtrace.agents.optimization.optimizer_from_config`), reward clipping and
     the entropy cost."""
 
-    RESUME_FIXED: ClassVar[tuple[str, ...]] = ("optimizer", "lr_decay")
+    RESUME_FIXED: ClassVar[tuple[str, ...]] = ("optimizer", "lr_decay", "normalize_rewards")
     """The optimizer's variables are in the checkpoint, in order: another optimizer's slots,
     or a constant rate's variable (a decaying rate has none), cannot resume them, so a
-    resume that changes either is refused."""
+    resume that changes either is refused; so is one that turns the return statistics of
+    ``normalize_rewards`` on or off."""
 
     lr_decay: str = "none"
     """"none" or "linear" (to 0 over the run's total updates, as IMPALA)."""

@@ -34,8 +34,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.networks import action_spaces, distributions, heads, multi_input, torsos
-from tfagents_vtrace.networks.action_masks import check_mask_spaces, mask_policy
+from tfagents_vtrace.networks import (
+    action_spaces,
+    distributions,
+    heads,
+    multi_input,
+    normalization,
+    torsos,
+)
+from tfagents_vtrace.networks.action_masks import MASK_KEY, check_mask_spaces, mask_policy
 from tfagents_vtrace.networks.config import NetworkConfig
 from tfagents_vtrace.networks.core import LSTMCore
 from tfagents_vtrace.networks.precision import compute_dtype_choice
@@ -86,6 +93,7 @@ class ActorCriticNetwork(keras.Model):
             )
             if config.cnn_compute_dtype != self.cnn_compute_dtype:
                 config = dataclasses.replace(config, cnn_compute_dtype=self.cnn_compute_dtype)
+        self.observation_normalizers = self._make_normalizers(config)
         self.torso = self._make_torso(config)
         self.core = None
         if config.core == "lstm":
@@ -196,6 +204,46 @@ class ActorCriticNetwork(keras.Model):
             hidden_sizes, cfg.mlp_activation, self.obs_categories, self.input_scale
         )
 
+    def _make_normalizers(self, config: NetworkConfig) -> dict:
+        """``{leaf index: RunningNormalizer}`` of the observation's float leaves (in
+        ``tf.nest.flatten`` order; an ``action_mask`` is no feature) when
+        ``normalize_observations``, else empty."""
+        if not config.normalize_observations:
+            return {}
+        leaves = tf.nest.flatten(self.observation_spec)
+        out = {
+            str(i): normalization.RunningNormalizer(spec.shape, name=f"observation_norm_{i}")
+            for i, spec in enumerate(leaves)
+            if normalization.normalizable(spec) and spec.name != f"observation_{MASK_KEY}"
+        }
+        if not out:
+            raise ValueError(
+                "normalize_observations: the observation space has no float features to "
+                "normalise (uint8 images and Discrete observations are not): "
+                f"{self.observation_space}"
+            )
+        return out
+
+    def normalize_observation(self, observation):
+        """``observation`` (a nest like :attr:`observation_spec`, any leading dims) with its
+        float leaves normalised by the running statistics (as it is when unchanged)."""
+        if not self.observation_normalizers:
+            return observation
+        flat = tf.nest.flatten(observation)
+        flat = [
+            self.observation_normalizers[str(i)](x) if str(i) in self.observation_normalizers
+            else x
+            for i, x in enumerate(flat)
+        ]  # fmt: skip
+        return tf.nest.pack_sequence_as(observation, flat)
+
+    def update_observation_statistics(self, observation) -> None:
+        """Merges ``observation`` (numpy or tensors, a nest like :attr:`observation_spec` with
+        any leading dims) into the running statistics; nothing without normalisation."""
+        for i, x in enumerate(tf.nest.flatten(observation)):
+            if str(i) in self.observation_normalizers:
+                self.observation_normalizers[str(i)].update(x)
+
     def _make_torso(self, config: NetworkConfig) -> keras.layers.Layer:
         if self.nested_observation:
             return multi_input.MultiInputTorso(self.observation_space, config, config.hidden_sizes)
@@ -279,11 +327,12 @@ class ActorCriticNetwork(keras.Model):
         """One step. See the module docstring for shapes. ``actions`` ``[B]``/``[B, A]`` is
         used only by the stochastic dueling head (q = Q~(s, actions), else q is None)."""
         inputs = self._check_inputs(inputs, state, ["B"])
-        x = self._core_input(self.torso(inputs.observation), inputs)
+        observation = self.normalize_observation(inputs.observation)
+        x = self._core_input(self.torso(observation), inputs)
         new_state = ()
         if self.core is not None:
             x, new_state = self.core.step(x, inputs.first, tuple(state))
-        policy, value, q = self._heads(x, actions, inputs.observation)
+        policy, value, q = self._heads(x, actions, observation)
         return NetOutput(policy, value, q, new_state)
 
     def unroll(self, inputs: NetInputs, state=(), actions=None) -> NetOutput:
@@ -292,7 +341,7 @@ class ActorCriticNetwork(keras.Model):
         Returns NetOutput with ``[T, B, ...]`` policy/value/q and the final state ``[B, k]``.
         """
         inputs = self._check_inputs(inputs, state, ["T", "B"])
-        obs = tf.nest.map_structure(_merge_time, inputs.observation)
+        obs = self.normalize_observation(tf.nest.map_structure(_merge_time, inputs.observation))
         lead = tf.shape(tf.nest.flatten(inputs.observation)[0])
         t, b = lead[0], lead[1]
         feats = _split_time(self.torso(obs), t, b)

@@ -78,6 +78,13 @@ class NetworkConfig:
     # where the network is built (networks/precision.py), so a moved run resolves again. An
     # exported policy of an "auto" network computes in float32 (it runs on any machine).
     cnn_compute_dtype: str = "auto"
+    # Normalise the float Box observations (every float leaf of a Dict / Tuple) by a running
+    # mean and variance, clipped to +-10 (SB3 VecNormalize's defaults), inside the network:
+    # the statistics are model state (checkpointed, published to the actors with the
+    # weights, applied inside every exported policy, which then takes raw observations),
+    # updated by the learner from the observations of the unrolls it trains on and frozen
+    # in evaluation. For observations in the thousands or of very different scales.
+    normalize_observations: bool = False
     # Recurrent core: None (feed-forward, state is ()) or "lstm".
     core: str | None = None
     # Number of LSTM units.

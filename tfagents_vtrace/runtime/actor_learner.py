@@ -19,6 +19,9 @@ import dataclasses
 import math
 import time
 
+import tensorflow as tf
+
+from tfagents_vtrace.networks.normalization import ReturnScaler
 from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.acting.time_shares import TimeShares
@@ -62,6 +65,9 @@ class ActorLearner(NetworkAgent):
         self.learner = learner_class(
             agent_config, self.build_network, strategy, updates, seed=run.seed
         )
+        self.returns = None  # normalize_rewards: the discounted return's statistics
+        if getattr(agent_config, "normalize_rewards", False):
+            self.returns = ReturnScaler(agent_config.discount)
         self.replay = UnrollReplay(
             getattr(agent_config, "replay_unrolls", 0),
             replayed_per_batch(getattr(agent_config, "replay_ratio", 0.0), run.batch_unrolls),
@@ -69,7 +75,10 @@ class ActorLearner(NetworkAgent):
         )
 
     def checkpoint_items(self) -> dict:
-        return {**self.learner.checkpoint_items(), "network": self.learner.network}
+        items = {**self.learner.checkpoint_items(), "network": self.learner.network}
+        if self.returns is not None:
+            items["return_statistics"] = self.returns.statistics
+        return items
 
     def start(self, counters) -> None:
         run, self.counters = self.run_config, counters
@@ -93,13 +102,30 @@ class ActorLearner(NetworkAgent):
         received = time.perf_counter()
         for _, info in items:
             counters.add(info=info, lag=counters.updates - info["weights_version"])
-        metrics = self.learner.train_step(stack_unrolls(self.replay.mix([u for u, _ in items])))
+        self._update_statistics(items)
+        batch = stack_unrolls(self.replay.mix([u for u, _ in items]))
+        if self.returns is not None:  # replayed unrolls keep their raw rewards: scaled now
+            batch = {**batch, "reward": self.returns.scale(batch["reward"])}
+        metrics = self.learner.train_step(batch)
         trained = time.perf_counter()
         counters.add(steps=run.steps_per_update, updates=1)
         self.source.publish(counters.updates, self.learner.get_weights())
         infos = [info for _, info in items]
         self.times.add_update(infos, start, received, trained, time.perf_counter())
         return metrics
+
+    def _update_statistics(self, items) -> None:
+        """Merges the fresh unrolls (not the replayed ones) into the running statistics of
+        ``normalize_observations`` (the network's, published with its weights) and of
+        ``normalize_rewards``: what the actors saw, before the update that trains on it."""
+        network = self.learner.network
+        for unroll, info in items:
+            if network.observation_normalizers:  # entry T is the next unroll's entry 0
+                network.update_observation_statistics(
+                    tf.nest.map_structure(lambda x: x[:-1], unroll["observation"])
+                )
+            if self.returns is not None:
+                self.returns.update(unroll["reward"], unroll["first"][:-1], info["actor_id"])
 
     def row_fields(self, times: dict | None) -> dict:
         return {} if times is None else self.times.fields(times["interval"], times["eval"])

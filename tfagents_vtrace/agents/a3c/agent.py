@@ -36,6 +36,7 @@ class A3CAgent(NetworkAgent):
     def __init__(self, run, config, network_config, strategy=None, env_factory=None,
                  record_order: bool = False):  # fmt: skip
         placement.check_config(config, A3CConfig)
+        placement.refuse_normalization("a3c", config, network_config)
         if run.backend == "ray":  # workers in Ray processes; ImportError without Ray
             from tfagents_vtrace.runtime.acting.ray_backend import import_ray
 

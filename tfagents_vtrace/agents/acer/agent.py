@@ -44,6 +44,7 @@ class AcerAgent(NetworkAgent):
 
     def __init__(self, run, config, network_config, strategy=None, env_factory=None):
         placement.check_config(config, AcerConfig)
+        placement.refuse_normalization("acer", config, network_config)
         if run.backend == "ray":  # workers in Ray processes; ImportError without Ray
             from tfagents_vtrace.runtime.acting.ray_backend import import_ray
 

@@ -41,6 +41,7 @@ class TaacAgent:
 
     def __init__(self, run, config, network_config=None, strategy=None, env_factory=None):
         placement.check_config(config, TaacConfig)
+        placement.refuse_normalization("taac", config, network_config)
         # With Ray: num_actors collector processes (0: one); ImportError without Ray.
         self.num_collectors = max(run.num_actors, 1)
         if run.backend == "ray":

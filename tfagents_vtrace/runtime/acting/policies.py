@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.networks import NetInputs
+from tfagents_vtrace.networks import NetInputs, normalization
 
 _NP_ACTIVATIONS = {
     "tanh": np.tanh,
@@ -112,6 +112,9 @@ class NumpyMLPPolicy:
         head = network.policy_head.logits
         variables += [head.kernel, head.bias]
         self._index = [index[id(v)] for v in variables]
+        norm = getattr(network, "observation_normalizers", {}).get("0")
+        self._norm_index = [] if norm is None else [index[id(norm.mean)], index[id(norm.var)]]
+        self._clip = None if norm is None else np.float32(norm.clip)
         self._num_dense = len(network.torso.dense_layers)
         self._input_scale = np.float32(getattr(network, "input_scale", 1.0))
         self.set_weights(network.get_weights())
@@ -145,10 +148,17 @@ class NumpyMLPPolicy:
     def set_weights(self, weights: list[np.ndarray]) -> None:
         """Loads weights in ``network.get_weights()`` order."""
         self._w = [np.asarray(weights[i], np.float32) for i in self._index]
+        if self._norm_index:  # the observation's running mean and 1/std, as the network's
+            mean, var = (np.asarray(weights[i], np.float32) for i in self._norm_index)
+            self._norm = (mean, 1.0 / np.sqrt(var + np.float32(normalization.EPSILON)))
 
     def _features(self, obs, first, prev_action, prev_reward, state):
         w, n = self._w, self._num_dense
-        h = np.asarray(obs, np.float32).reshape(len(obs), -1)
+        h = np.asarray(obs, np.float32)
+        if self._norm_index:
+            mean, inv_std = self._norm
+            h = np.clip((h - mean) * inv_std, -self._clip, self._clip)
+        h = h.reshape(len(obs), -1)
         if self._input_scale != 1.0:  # e.g. 1/255 for uint8 images, as the network does
             h = h * self._input_scale
         for k in range(n):
@@ -224,11 +234,13 @@ class NumpyConvPolicy:
     @classmethod
     def supports(cls, network) -> bool:
         """True for a conv torso of :attr:`TORSOS`, no core, no previous action / reward
-        inputs, a categorical head, no Q head, uint8 or float32 ``[H, W, C]`` observations."""
+        inputs, a categorical head, no Q head, uint8 or float32 ``[H, W, C]`` observations
+        that are not normalised."""
         cfg = getattr(network, "config", None)
         return bool(
             cfg is not None
             and cfg.torso in cls.TORSOS
+            and not getattr(network, "observation_normalizers", None)
             and cfg.core is None
             and cfg.q_head is None
             and not (cfg.use_prev_action or cfg.use_prev_reward)
