@@ -49,8 +49,8 @@ def test_the_return_statistics_follow_episodes_across_unrolls():
     rewards = [rng.normal(size=(t, b)) for _ in range(3)]
     firsts = [rng.random((t, b)) < 0.2 for _ in range(3)]
     scaler = ReturnScaler(discount)
-    for reward, first in zip(rewards, firsts, strict=True):
-        scaler.update(reward, first, source=0)
+    scaler.update([(rewards[0], firsts[0], 0)])
+    scaler.update([(r, f, 0) for r, f in zip(rewards[1:], firsts[1:], strict=True)])
     # slow reference: each column's discounted return, reset where an episode starts
     returns = []
     for col in range(b):

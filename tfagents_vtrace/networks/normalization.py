@@ -92,21 +92,26 @@ class ReturnScaler:
         self.statistics = RunningNormalizer((), clip=clip, name="return_norm")
         self._returns: dict = {}  # source -> the running return of each column [B]
 
-    def update(self, reward: np.ndarray, first: np.ndarray, source) -> None:
-        """Merges the returns of ``reward`` ``[T, B]`` into the statistics; ``first``
-        ``[T, B]`` marks the steps that start an episode; ``source`` names the actor whose
-        columns these are (its unrolls arrive in order)."""
-        reward = np.asarray(reward, np.float64)
-        g = self._returns.get(source)
-        if g is None or g.shape != reward.shape[1:]:
-            g = np.zeros(reward.shape[1:])
-        returns = np.empty_like(reward)
-        keep = 1.0 - np.asarray(first, np.float64)
-        for t in range(len(reward)):
-            g = reward[t] + self.discount * g * keep[t]
-            returns[t] = g
-        self._returns[source] = g
-        self.statistics.update(returns)
+    def update(self, unrolls) -> None:
+        """Merges the returns of ``unrolls`` into the statistics: ``(reward, first, source)``
+        each, ``reward`` ``[T, B]``, ``first`` ``[T, B]`` marking the steps that start an
+        episode, ``source`` naming the actor whose columns these are (its unrolls arrive in
+        order)."""
+        out = []
+        for reward, first, source in unrolls:
+            reward = np.asarray(reward, np.float64)
+            g = self._returns.get(source)
+            if g is None or g.shape != reward.shape[1:]:
+                g = np.zeros(reward.shape[1:])
+            returns = np.empty_like(reward)
+            keep = 1.0 - np.asarray(first, np.float64)
+            for t in range(len(reward)):
+                g = reward[t] + self.discount * g * keep[t]
+                returns[t] = g
+            self._returns[source] = g
+            out.append(returns.ravel())
+        if out:
+            self.statistics.update(np.concatenate(out))
 
     def scale(self, reward: np.ndarray) -> np.ndarray:
         """``reward`` divided by the return's running standard deviation, clipped."""

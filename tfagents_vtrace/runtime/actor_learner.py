@@ -19,6 +19,7 @@ import dataclasses
 import math
 import time
 
+import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.networks.normalization import ReturnScaler
@@ -119,13 +120,15 @@ class ActorLearner(NetworkAgent):
         ``normalize_observations`` (the network's, published with its weights) and of
         ``normalize_rewards``: what the actors saw, before the update that trains on it."""
         network = self.learner.network
-        for unroll, info in items:
-            if network.observation_normalizers:  # entry T is the next unroll's entry 0
-                network.update_observation_statistics(
-                    tf.nest.map_structure(lambda x: x[:-1], unroll["observation"])
-                )
-            if self.returns is not None:
-                self.returns.update(unroll["reward"], unroll["first"][:-1], info["actor_id"])
+        if network.observation_normalizers:  # entry T is the next unroll's entry 0: once
+            fresh = [tf.nest.map_structure(lambda x: x[:-1], u["observation"]) for u, _ in items]
+            network.update_observation_statistics(
+                tf.nest.map_structure(lambda *x: np.concatenate(x, 1), *fresh)
+            )
+        if self.returns is not None:
+            self.returns.update(
+                (u["reward"], u["first"][:-1], info["actor_id"]) for u, info in items
+            )
 
     def row_fields(self, times: dict | None) -> dict:
         return {} if times is None else self.times.fields(times["interval"], times["eval"])
