@@ -109,8 +109,10 @@ class StopWhenNoImprovement:
 
     def __init__(self, metric: str, patience_rows: int, min_delta: float = 0.0, mode: str = "max"):
         self.metric, self.mode = _check_metric(metric), _check_mode(mode)
-        if isinstance(patience_rows, bool) or not isinstance(patience_rows, int) or (
-            patience_rows < 1
+        if (
+            isinstance(patience_rows, bool)
+            or not isinstance(patience_rows, int)
+            or (patience_rows < 1)
         ):
             raise ValueError(f"patience_rows: expected an int >= 1, received {patience_rows!r}")
         self.patience_rows = patience_rows

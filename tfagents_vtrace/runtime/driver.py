@@ -406,7 +406,7 @@ class Driver:
                         solved = self._solved_before()
                         self.agent.start(counters)
                         if not self.resumed:
-                            self._checkpoint()  # step 0: the same command resumes a run killed early
+                            self._checkpoint()  # step 0: the same command resumes an early kill
                         try:
                             solved = solved or self._loop(evaluator, progress, background)
                         except EnvFailure:  # the learner is fine: keep its work
