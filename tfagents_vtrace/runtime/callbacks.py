@@ -8,7 +8,8 @@ function, which is taken as its ``on_row``:
   holds it (a new dict per call: strict JSON, ``None`` for NaN). Returning a true value
   (``True``) stops the run at that row: the driver ends it as at ``total_steps`` (an
   evaluation if the row was not one, a checkpoint, the export, ``final.json``), the final
-  row marked ``"stopped_by": "callback"`` and ``"stop_callback": NAME``. The same call
+  row marked ``"stopped_by": "callback"`` and ``"stop_callback": NAME`` when that was
+  before ``total_steps`` (a stop at the last rows is the run's ordinary end). The same call
   later resumes that run and trains on to ``total_steps`` (as a run stopped by a signal).
 - ``on_checkpoint(step, path)``: after each checkpoint of a run going on or ending (step 0
   of a new run, the timed ones, the final one), with its step and path prefix

@@ -588,7 +588,8 @@ class Driver:
             "resumed": bool(self.resumed),
             **self.agent.row_fields(None),
         }
-        if self._stopped_by is not None:
+        if self._stopped_by is not None and final["step"] < self.run_config.total_steps:
+            # a stop at the last rows (total_steps reached) is the run's ordinary end
             final.update(stopped_by="callback", stop_callback=self._stopped_by)
         if state is not None:
             final.update(replay_size=len(state), replay_restored=int(self.extra_restored))
