@@ -61,6 +61,7 @@ from tfagents_vtrace.runtime.rundir.run_dir import (
     export_into_run,
     finished_row,
     remove_partial_exports,
+    with_policy,
 )
 from tfagents_vtrace.runtime.rundir.stop_signals import (
     RunInterrupted,
@@ -324,18 +325,15 @@ class Driver:
         A run that already ended at the restored step returns its final row with
         ``already_finished: True`` (no training, no new rows, no export). Ctrl-C / SIGTERM
         (a stop request): acting stops, a checkpoint is saved and ``RunInterrupted`` raised.
-        The row gains ``policy`` (the exported SavedModel's path) when ``DIR/policy`` holds
-        one; the callbacks' ``on_end`` get it last.
+        The callbacks' ``on_end`` get the row last, with ``policy`` as ``tv.train`` returns it
+        (:func:`~tfagents_vtrace.runtime.rundir.run_dir.with_policy`).
 
         Raises:
           CallbackError: a callback raised (after a checkpoint of the newest state).
         """
         final = self._run_or_finished()
-        policy = os.path.join(self.chief_logdir, "policy")
-        if os.path.isfile(os.path.join(policy, "saved_model.pb")):
-            final = {**final, "policy": policy}
         if self.callbacks:
-            self.callbacks.end(final)
+            self.callbacks.end(with_policy(final, self.chief_logdir))
         return final
 
     def _run_or_finished(self) -> dict:
@@ -588,8 +586,10 @@ class Driver:
             "resumed": bool(self.resumed),
             **self.agent.row_fields(None),
         }
-        if self._stopped_by is not None and final["step"] < self.run_config.total_steps:
-            # a stop at the last rows (total_steps reached) is the run's ordinary end
+        stopped = self._stopped_by is not None and solved_wall is None
+        if stopped and final["step"] < self.run_config.total_steps:
+            # a stop at the last rows (total_steps reached), or at the evaluation that reached
+            # stop_return, is the run's ordinary end
             final.update(stopped_by="callback", stop_callback=self._stopped_by)
         if state is not None:
             final.update(replay_size=len(state), replay_restored=int(self.extra_restored))

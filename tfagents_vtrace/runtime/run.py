@@ -131,4 +131,4 @@ def run(
     finally:
         with contextlib.suppress(OSError):
             lock.release(discard=not has_checkpoint(logdir))
-    return final
+    return run_dir.with_policy(final, logdir)
