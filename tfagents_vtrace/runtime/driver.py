@@ -271,23 +271,12 @@ class Driver:
           WriteError: the archive or the checkpoint could not be written (the previous
             checkpoint stays intact: TensorFlow commits a checkpoint by renaming it).
         """
-        return self._save()[1]
-
-    def _checkpoint(self) -> str:
-        """:meth:`save` in the loop, then the callbacks' ``on_checkpoint`` for a new one."""
-        step, path = self._save()
-        if step is not None and self.callbacks:
-            self.callbacks.checkpoint(step, path)
-        return path
-
-    def _save(self) -> tuple[int | None, str]:
-        """``(step, path)`` of :meth:`save`; step is None when that step was saved before."""
         state = self.agent.extra_state
         with self._save_lock, self.agent.lock:
             counts = self.counters.snapshot()
             step = counts["env_steps"]
             if step == self._saved_step:
-                return None, self.checkpointer.path(step)
+                return self.checkpointer.path(step)
             if state is not None:
                 archive = storage.replay_path(self.logdir, step)
                 with writing("replay archive", archive):
@@ -297,7 +286,17 @@ class Driver:
             self._saved_step = step
             if state is not None:
                 storage.prune_replays(self.logdir, self.checkpointer.steps())
-        return step, path
+        return path
+
+    def _checkpoint(self) -> str:
+        """:meth:`save` in the loop, then the callbacks' ``on_checkpoint`` when it wrote a new
+        checkpoint (only a stop signal's grace watchdog saves from another thread, and the
+        run then ends with ``RunInterrupted``)."""
+        before = self._saved_step
+        path = self.save()
+        if self.callbacks and self._saved_step != before:
+            self.callbacks.checkpoint(self._saved_step, path)
+        return path
 
     def _stop_save(self) -> tuple[int, str]:
         """``(step, path)`` of a checkpoint of the newest state: what a stop signal's grace
