@@ -10,13 +10,19 @@ The Python API (:mod:`tfagents_vtrace.api`)::
     policy = tv.load_policy(final["policy"])
     tv.evaluate(policy, MyEnv, episodes=20)
 
-Its names are imported on first use, so ``import tfagents_vtrace`` stays light.
+Callbacks for ``tv.train(..., callbacks=[...])`` are in ``tv.callbacks``
+(:mod:`tfagents_vtrace.callbacks`), hyperparameter searches with Optuna in ``tv.sweeps``
+(:mod:`tfagents_vtrace.sweeps`). Its names are imported on first use, so
+``import tfagents_vtrace`` stays light.
 """
+
+import importlib
 
 __version__ = "0.1.0"
 
 _API = ("train", "load_policy", "evaluate", "make_configs", "config_path", "Policy")
-__all__ = ["__version__", *_API]
+_MODULES = ("callbacks", "sweeps")
+__all__ = ["__version__", *_API, *_MODULES]
 
 
 def __getattr__(name: str):
@@ -24,4 +30,6 @@ def __getattr__(name: str):
         from tfagents_vtrace import api
 
         return getattr(api, name)
+    if name in _MODULES:
+        return importlib.import_module(f"tfagents_vtrace.{name}")
     raise AttributeError(f"module 'tfagents_vtrace' has no attribute {name!r}")

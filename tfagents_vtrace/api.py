@@ -102,6 +102,8 @@ def train(
     flagfile: str | os.PathLike | None = None,
     overwrite: bool = False,
     strategy: str = "default",
+    callbacks: list | None = None,
+    verbose: int = 1,
     **settings: Any,
 ) -> dict:
     """Trains ``agent`` on ``env`` into run directory ``logdir``; returns the final row
@@ -119,6 +121,14 @@ def train(
       overwrite: replace a previous run in ``logdir`` (only its own files are removed).
       strategy: the learner's ``tf.distribute`` strategy ("default", "mirrored",
         "multi_worker").
+      callbacks: objects with any of ``on_row(row)``, ``on_checkpoint(step, path)``,
+        ``on_end(final_row)``, or functions (taken as ``on_row``), called in the learner's
+        thread; ``on_row`` returning True ends the run at that row (checkpointed, exported,
+        the final row marked ``"stopped_by": "callback"``; the same call later trains on to
+        ``total_steps``). Built-in ones: :mod:`tfagents_vtrace.callbacks`
+        (docs/guide/extending.md). Not with ``strategy="multi_worker"``.
+      verbose: 1 shows the progress line and the start lines (today's output); 0 neither
+        (warnings and errors still show).
       **settings: any setting by its flag's name (``total_steps``, ``seed``, ``num_envs``,
         ``learning_rate``, ``hidden_sizes``...), validated as the flags are.
 
@@ -126,12 +136,26 @@ def train(
       ValueError: a bad setting, an environment or space the agent does not take, a refused
         ``logdir``; ``RunDirLockedError``, ``RunInterrupted`` (Ctrl-C, after a checkpoint),
         ``ActingError``, ``WriteError`` and ``CheckpointError`` as
-        :func:`tfagents_vtrace.runtime.run.run`.
+        :func:`tfagents_vtrace.runtime.run.run`; ``CallbackError`` (one line naming the
+        callback and its hook, chained from what it raised) when a callback raised, after a
+        checkpoint of the newest state (the same call resumes from it).
     """
+    from tfagents_vtrace.runtime.callbacks import CallbackList
     from tfagents_vtrace.runtime.run import run
 
     start = time.time()
     if logdir is None:
         raise ValueError("logdir: required (the run directory to write, or to resume)")
+    if verbose not in (0, 1):  # False and True too
+        raise ValueError(f"verbose: expected 0 or 1, received {verbose!r}")
+    callbacks = CallbackList(callbacks)  # a bad one is refused before anything is built
     configs = make_configs(agent, env, flagfile=flagfile, **settings)
-    return run(configs, os.fspath(logdir), strategy=strategy, overwrite=overwrite, start_time=start)
+    return run(
+        configs,
+        os.fspath(logdir),
+        strategy=strategy,
+        overwrite=overwrite,
+        start_time=start,
+        callbacks=callbacks,
+        verbose=verbose,
+    )

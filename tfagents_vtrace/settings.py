@@ -71,6 +71,21 @@ def parse_text(name: str, hint: Any, text: str) -> Any:
         raise ValueError(f"{name}: expected {kind}, received {text!r}") from None
 
 
+def flag_text(value: Any) -> str:
+    """``value`` of a setting as a flag writes it (the inverse of :func:`parse_text`):
+    ``true`` / ``false``, ``none``, ``64,64`` for a tuple or list, ``repr`` of a float (it
+    reads back equal), else ``str``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    if isinstance(value, tuple | list):
+        return ",".join(flag_text(v) for v in value)
+    if isinstance(value, float):
+        return repr(float(value))  # numpy's float64 too: its repr names its type
+    return str(value)
+
+
 def _coerce(name: str, hint: Any, value: Any) -> Any:
     if isinstance(value, str) and unwrap_optional(hint)[0] is not str:
         return parse_text(name, hint, value)

@@ -145,9 +145,11 @@ AGENTS = ["fake", "impala", "a2c", "taac", "acer", "acer_workers", "a3c"]
 
 
 def _driver(agent, logdir, total_steps, **kw):
-    env_factory = kw.pop("env_factory", None)
+    env_factory, callbacks = kw.pop("env_factory", None), kw.pop("callbacks", None)
     module, config, net, run = _setup(agent, total_steps, **kw)
-    return make_driver(run, module, config, net, str(logdir), env_factory=env_factory)
+    return make_driver(
+        run, module, config, net, str(logdir), env_factory=env_factory, callbacks=callbacks
+    )
 
 
 def _steps(logdir):
@@ -415,6 +417,30 @@ def test_background_evaluations_follow_the_trigger_and_name_their_weights_step(t
     assert [r.get("eval_step", r["step"]) for r in rows] == [70, 140, 210, 280, 350, 420, 490, 500]
     assert all(r["eval_step"] <= r["step"] for r in rows[:-1])
     assert final["step"] == 500 and final["solve_step"] is None
+
+
+def test_a_callback_stops_at_a_background_evaluation_row(tmp_path):
+    driver = _driver(
+        "fake", tmp_path, 100_000, eval_every=50, eval_background=True,
+        callbacks=[lambda row: "eval_return" in row],
+    )  # fmt: skip
+    final = driver.run()
+    rows = read_metrics(str(tmp_path))
+    stop, last = [r for r in rows if "eval_return" in r]  # the stop's and the final one
+    # The stop's row evaluated older weights (eval_step): the final evaluation is of the
+    # weights at the stop, at the same step, and nothing trained after it.
+    assert stop["eval_step"] < stop["step"] == last["step"] == final["step"] < 100_000
+    assert rows[-1] == last and "eval_step" not in last
+    assert final["stopped_by"] == "callback" and final["eval_return"] == last["eval_return"]
+
+
+def test_callbacks_are_refused_on_a_multi_worker_cluster(tmp_path, monkeypatch):
+    from tfagents_vtrace.runtime import strategy as strategy_lib
+
+    chief = strategy_lib.WorkerRole("worker", 0, True)
+    monkeypatch.setattr(strategy_lib, "worker_role", lambda s: chief)
+    with pytest.raises(ValueError, match=r"^callbacks: not on a multi-worker cluster"):
+        _driver("fake", tmp_path, 100, callbacks=[print])
 
 
 def test_a_background_evaluation_that_solves_restores_the_weights_it_evaluated(tmp_path):

@@ -14,6 +14,12 @@ on separate environments (in the loop, or with ``eval_background`` in a thread b
 ``stop_return`` with the evaluated weights, and ends with an evaluation, a checkpoint, the
 export to ``DIR/policy`` and ``final.json``. An ended run is not retrained.
 
+A user's callbacks (:mod:`~tfagents_vtrace.runtime.callbacks`) run in the driver's thread:
+``on_row`` after each row (one returning true ends the run at that row, as at
+``total_steps``, its final row marked ``stopped_by``), ``on_checkpoint`` after each
+checkpoint of the loop and ``on_end`` with the final row; with none, the loop does no more
+than without them.
+
 One failure policy for every agent: an update whose loss or gradient is not finite is
 skipped and counted by the learner (``nonfinite_streak``); after ``max_nonfinite_updates``
 in a row the driver saves the last good weights and raises :class:`NonFiniteLossError`. A
@@ -29,6 +35,7 @@ TAAC).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -43,8 +50,9 @@ from tfagents_vtrace.runtime.acting.evaluation import (
     Evaluator,
     make_evaluator,
 )
+from tfagents_vtrace.runtime.callbacks import CallbackError, CallbackList
 from tfagents_vtrace.runtime.rundir.checkpointing import Checkpointer, warm_start
-from tfagents_vtrace.runtime.rundir.config_io import run_config_dict, write_config
+from tfagents_vtrace.runtime.rundir.config_io import dumps, run_config_dict, write_config
 from tfagents_vtrace.runtime.rundir.counters import Counters
 from tfagents_vtrace.runtime.rundir.metrics_log import MetricsLog
 from tfagents_vtrace.runtime.rundir.progress import Progress
@@ -53,6 +61,7 @@ from tfagents_vtrace.runtime.rundir.run_dir import (
     export_into_run,
     finished_row,
     remove_partial_exports,
+    with_policy,
 )
 from tfagents_vtrace.runtime.rundir.stop_signals import (
     RunInterrupted,
@@ -79,19 +88,28 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
 
     ``kwargs``: ``strategy``, ``start_time`` (``time.time()`` at process start),
     ``env_factory`` (``(num_envs, seed) -> VectorEnv``, e.g. failing environments in
-    tests), ``agent_name`` (stored in config.json; default: the spec's name) and the
-    agent's own keyword arguments.
+    tests), ``agent_name`` (stored in config.json; default: the spec's name),
+    ``callbacks`` and ``verbose`` (:class:`Driver`) and the agent's own keyword arguments.
     """
     name = kwargs.pop("agent_name", None) or agent.name
     start_time = kwargs.pop("start_time", None)
+    callbacks, verbose = kwargs.pop("callbacks", None), kwargs.pop("verbose", 1)
     kwargs.setdefault("strategy", None)
     seed_everything(run)  # before any network is built
     glue = agent.run_agent(run, agent_config, network_config, **kwargs)
     config = run_config_dict(name, run, agent_config, network_config)
     driver = Driver(
-        run, glue, logdir, config, start_time, kwargs["strategy"], kwargs.get("env_factory")
+        run,
+        glue,
+        logdir,
+        config,
+        start_time,
+        kwargs["strategy"],
+        kwargs.get("env_factory"),
+        callbacks=callbacks,
+        verbose=verbose,
     )
-    if driver.role.is_chief:
+    if driver.role.is_chief and verbose:
         print_compute_dtype(network_config)
     return driver
 
@@ -164,13 +182,35 @@ class Driver:
       strategy: the learner's strategy; under ``multi_worker`` only the chief writes
         ``logdir`` (the others a temporary directory) and checkpoints follow steps.
       env_factory: ``(num_envs, seed) -> VectorEnv`` of the evaluation (and the agent's).
+      callbacks: a :class:`~tfagents_vtrace.runtime.callbacks.CallbackList` (or what one
+        takes: a list of callbacks); not on a multi-worker cluster.
+      verbose: 0 shows no progress line and no start line (resume, compute dtype); 1 does.
     """
 
     def __init__(
-        self, run, agent, logdir, config, start_time=None, strategy=None, env_factory=None
+        self,
+        run,
+        agent,
+        logdir,
+        config,
+        start_time=None,
+        strategy=None,
+        env_factory=None,
+        *,
+        callbacks=None,
+        verbose: int = 1,
     ):
         self.run_config, self.agent, self.env_factory = run, agent, env_factory
         self.strategy, self.role = strategy, strategy_lib.worker_role(strategy)
+        if not isinstance(callbacks, CallbackList):
+            callbacks = CallbackList(callbacks)
+        if callbacks and self.role.task_type is not None:
+            raise ValueError(
+                "callbacks: not on a multi-worker cluster (a callback's stop would not reach "
+                "the other workers, which train in step)"
+            )
+        self.callbacks, self.verbose = callbacks, verbose
+        self._stopped_by: str | None = None  # the callback that stopped the run
         self.chief_logdir, self.logdir = logdir, strategy_lib.write_dir(logdir, self.role)
         items = agent.checkpoint_items()
         if "network" not in items:
@@ -196,7 +236,7 @@ class Driver:
                 print(started, file=sys.stderr, flush=True)
         restored = self.checkpointer.values() if self.resumed else {}
         self.counters = Counters(restored, start_time)
-        if self.resumed and self.role.is_chief:
+        if self.resumed and self.role.is_chief and verbose:
             step = self.counters.env_steps
             print(f"Resuming {logdir} from step {step} (ckpt-{step}).", file=sys.stderr, flush=True)
         self._saved_step = self.counters.env_steps if self.resumed else None
@@ -252,6 +292,16 @@ class Driver:
                 storage.prune_replays(self.logdir, self.checkpointer.steps())
         return path
 
+    def _checkpoint(self) -> str:
+        """:meth:`save` in the loop, then the callbacks' ``on_checkpoint`` when it wrote a new
+        checkpoint (only a stop signal's grace watchdog saves from another thread, and the
+        run then ends with ``RunInterrupted``)."""
+        before = self._saved_step
+        path = self.save()
+        if self.callbacks and self._saved_step != before:
+            self.callbacks.checkpoint(self._saved_step, path)
+        return path
+
     def _stop_save(self) -> tuple[int, str]:
         """``(step, path)`` of a checkpoint of the newest state: what a stop signal's grace
         watchdog calls from its own thread when the loop did not stop in time."""
@@ -278,7 +328,18 @@ class Driver:
         A run that already ended at the restored step returns its final row with
         ``already_finished: True`` (no training, no new rows, no export). Ctrl-C / SIGTERM
         (a stop request): acting stops, a checkpoint is saved and ``RunInterrupted`` raised.
+        The callbacks' ``on_end`` get the row last, with ``policy`` as ``tv.train`` returns it
+        (:func:`~tfagents_vtrace.runtime.rundir.run_dir.with_policy`).
+
+        Raises:
+          CallbackError: a callback raised (after a checkpoint of the newest state).
         """
+        final = self._run_or_finished()
+        if self.callbacks:
+            self.callbacks.end(with_policy(final, self.chief_logdir))
+        return final
+
+    def _run_or_finished(self) -> dict:
         run, counters = self.run_config, self.counters
         finished = self.resumed and finished_row(self.chief_logdir, run, counters.env_steps)
         if finished:
@@ -314,7 +375,9 @@ class Driver:
             return
         with contextlib.suppress(Exception):
             self._close_metrics()
-        if hasattr(error, "add_note"):
+        if isinstance(error, CallbackError):  # its one line names the checkpoint
+            error.checkpoint = path
+        elif hasattr(error, "add_note"):
             error.add_note(f"checkpoint {path} holds the newest state")
 
     def _solved_before(self) -> bool:
@@ -327,7 +390,7 @@ class Driver:
         run, counters = self.run_config, self.counters
         # Multi-worker saves are collective, so only a single process saves on Ctrl-C.
         guard = checkpoint_on_interrupt(self, lambda: self.counters.env_steps)
-        progress = Progress(run.total_steps, counters.env_steps)
+        progress = Progress(run.total_steps, counters.env_steps, enabled=bool(self.verbose))
         evaluator = make_evaluator(run, self.agent.evaluation_policy(), self.env_factory)
         background = None
         if run.eval_background:
@@ -344,7 +407,7 @@ class Driver:
                         solved = self._solved_before()
                         self.agent.start(counters)
                         if not self.resumed:
-                            self.save()  # step 0: the same command resumes a run killed early
+                            self._checkpoint()  # step 0: the same command resumes an early kill
                         try:
                             solved = solved or self._loop(evaluator, progress, background)
                         except EnvFailure:  # the learner is fine: keep its work
@@ -372,8 +435,9 @@ class Driver:
         self, evaluator: Evaluator, progress: Progress, background: BackgroundEvaluations | None
     ) -> bool:
         """Advances the agent, writes rows, evaluates (in the loop, or in ``background``) and
-        checkpoints until ``total_steps`` or ``stop_return``; returns whether an evaluation
-        reached ``stop_return`` (then it is ``_last_eval``, its weights ``eval_weights``)."""
+        checkpoints until ``total_steps``, ``stop_return`` or a callback's stop
+        (``_stopped_by``); returns whether an evaluation reached ``stop_return`` (then it is
+        ``_last_eval``, its weights ``eval_weights``)."""
         run, counters = self.run_config, self.counters
         evals = IntervalTrigger(run.eval_every, counters.env_steps)
         if run.row_every_steps:  # steps: the same rows whatever the load
@@ -402,12 +466,16 @@ class Driver:
                 if due:
                     with self.agent.lock:
                         background.submit(self.agent.get_weights(), counters.env_steps)
-            if self._write_evals(done, progress):
-                return True
-            if not done and self._row_step < step < run.total_steps and rows(step):
-                self._write_row(None, progress)
+            if done:
+                if self._write_evals(done, progress):
+                    return True
+                if self._stopped_by is not None:
+                    return False
+            elif self._row_step < step < run.total_steps and rows(step):
+                if self._write_row(None, progress):
+                    return False
             if saves(step) and step < run.total_steps:  # the final one follows the loop
-                self.save()
+                self._checkpoint()
         if background is not None:  # the evaluations still playing
             return self._write_evals(self._finished(background, 0), progress)
         return False
@@ -434,14 +502,17 @@ class Driver:
 
     def _write_evals(self, done: list, progress: Progress) -> bool:
         """Writes the rows of ``(row, weights)`` evaluations in order, up to the first that
-        reaches ``stop_return``, each one's row becoming ``_last_eval`` and its weights
-        ``eval_weights`` (a solving one's are kept). Returns whether one reached it."""
+        reaches ``stop_return`` or that a callback stops at, each one's row becoming
+        ``_last_eval`` and its weights ``eval_weights`` (a solving one's are kept). Returns
+        whether one reached ``stop_return``."""
         stop = self.run_config.stop_return
         for row, weights in done:
             self.eval_weights, self._last_eval = weights, row
-            self._write_row(row, progress)
+            stopped = self._write_row(row, progress)
             if stop is not None and row["eval_return"] >= stop:
                 return True
+            if stopped:
+                return False
         return False
 
     def _check_finite(self) -> None:
@@ -465,7 +536,9 @@ class Driver:
         self._eval_seconds += time.perf_counter() - start
         return row
 
-    def _write_row(self, eval_row: dict | None, progress: Progress) -> None:
+    def _write_row(self, eval_row: dict | None, progress: Progress) -> bool:
+        """Writes a metrics row (with ``eval_row``'s fields) and shows it; the callbacks'
+        ``on_row`` get it as written. Returns whether a callback stopped the run at it."""
         now, step = time.monotonic(), self.counters.env_steps
         interval = max(now - self._row_time, 1e-9)
         row = {
@@ -482,6 +555,12 @@ class Driver:
         with writing("metrics", self.metrics.path):
             self.metrics.write(row)
         progress.log(row)
+        if not self.callbacks:
+            return False
+        stop = self.callbacks.row(json.loads(dumps(row)))  # as metrics.jsonl holds it
+        if stop is not None and self._stopped_by is None:
+            self._stopped_by = stop
+        return stop is not None
 
     def _close_metrics(self) -> None:
         with writing("metrics", self.metrics.path):  # TensorBoard's buffered summaries
@@ -489,7 +568,7 @@ class Driver:
 
     def _finish(self, last_eval: dict, solved_wall: float | None, train_sps: float) -> dict:
         """The last checkpoint, the export, ``final.json``; returns the final row."""
-        self.save()
+        self._checkpoint()
         train_wall = self.counters.wall_time()
         if self.run_config.export_policy:
             policy = os.path.join(self.logdir, "policy")
@@ -510,6 +589,11 @@ class Driver:
             "resumed": bool(self.resumed),
             **self.agent.row_fields(None),
         }
+        stopped = self._stopped_by is not None and solved_wall is None
+        if stopped and final["step"] < self.run_config.total_steps:
+            # a stop at the last rows (total_steps reached), or at the evaluation that reached
+            # stop_return, is the run's ordinary end
+            final.update(stopped_by="callback", stop_callback=self._stopped_by)
         if state is not None:
             final.update(replay_size=len(state), replay_restored=int(self.extra_restored))
         with writing("final row", os.path.join(self.logdir, "final.json")):

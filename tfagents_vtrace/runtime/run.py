@@ -64,6 +64,8 @@ def run(
     overwrite: bool = False,
     start_time: float | None = None,
     env_factory=None,
+    callbacks=None,
+    verbose: int = 1,
 ) -> dict:
     """Trains the run ``configs`` (a :class:`~tfagents_vtrace.settings.RunConfigs`)
     into ``logdir`` and returns its final row (``already_finished: True`` when the run had
@@ -75,6 +77,9 @@ def run(
       overwrite: replace a previous run in ``logdir`` (only its own entries are removed).
       start_time: ``time.time()`` when the user started (wall times count from it).
       env_factory: ``(num_envs, seed) -> VectorEnv`` for the actors and evaluations.
+      callbacks: the run's callbacks (:mod:`~tfagents_vtrace.runtime.callbacks`), called in
+        the driver's thread; not with the ``multi_worker`` strategy.
+      verbose: 0 shows no progress line and no start line; 1 does.
 
     Raises:
       RunDirLockedError: another trainer holds ``logdir``.
@@ -84,9 +89,11 @@ def run(
       ActingError: the environment kept failing, or the policy went non-finite.
       WriteError: a file of the run could not be written (disk full, read-only).
       CheckpointError: no checkpoint of the directory reads back whole.
+      CallbackError: a callback raised; a checkpoint was written first.
     """
     import os
 
+    from tfagents_vtrace.runtime.callbacks import CallbackList
     from tfagents_vtrace.runtime.driver import train
     from tfagents_vtrace.runtime.rundir import config_io, run_dir
     from tfagents_vtrace.runtime.rundir.checkpointing import has_checkpoint
@@ -96,6 +103,7 @@ def run(
 
     start_time = time.time() if start_time is None else start_time
     logdir = os.fspath(logdir)
+    callbacks = CallbackList(callbacks)
     strategy_obj = make_strategy(strategy)
     config = config_io.run_config_dict(
         configs.agent, configs.run_config, configs.agent_config, configs.network_config
@@ -117,11 +125,10 @@ def run(
                 start_time=start_time,
                 agent_name=configs.agent,
                 env_factory=env_factory,
+                callbacks=callbacks,
+                verbose=verbose,
             )
     finally:
         with contextlib.suppress(OSError):
             lock.release(discard=not has_checkpoint(logdir))
-    policy = os.path.join(logdir, "policy")
-    if os.path.isfile(os.path.join(policy, "saved_model.pb")):
-        final = {**final, "policy": policy}
-    return final
+    return run_dir.with_policy(final, logdir)

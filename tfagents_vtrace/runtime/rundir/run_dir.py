@@ -519,6 +519,15 @@ def foreign_in_policy(path: str) -> str | None:
     return None
 
 
+def with_policy(final: dict, logdir: str) -> dict:
+    """``final`` (a run's final row) with ``policy``, the path of ``logdir/policy``, when it
+    holds an exported SavedModel: the row ``tv.train`` returns and ``on_end`` gets."""
+    policy = os.path.join(logdir, "policy")
+    if os.path.isfile(os.path.join(policy, "saved_model.pb")):
+        return {**final, "policy": policy}
+    return final
+
+
 def export_into_run(path: str, export) -> None:
     """``export(path)`` into a run's ``policy/``; a ``policy/`` that is not a SavedModel but
     holds only what an export writes (the run's own export, cut by a kill before exports were
