@@ -204,11 +204,6 @@ def as_policy(policy: Any) -> Policy:
     return Policy(policy)
 
 
-def _env_action(action: np.ndarray, space: Any) -> np.ndarray:
-    """Casts the policy's actions to the dtype the vector env's action space holds."""
-    return np.asarray(action).astype(space.dtype, copy=False)
-
-
 def run_episodes(
     policy: Any,
     env_id: str,
@@ -223,7 +218,7 @@ def run_episodes(
     vectorized ``env_id`` environments; returns ``(returns, lengths)``. Episodes are spread
     over the environments as evenly as possible and each environment stops contributing once
     it has run its share, so short episodes are not over-sampled."""
-    from tfagents_vtrace.envs import make_vector_env
+    from tfagents_vtrace.envs import env_action, make_vector_env
 
     if episodes < 1:
         raise ValueError(f"episodes: expected >= 1, received {episodes}")
@@ -239,7 +234,7 @@ def run_episodes(
         action, holder["state"] = policy.step(
             obs, holder["state"], reward=reward, first=first, greedy=greedy
         )
-        return _env_action(action, env.action_space)
+        return env_action(action, env.action_space)
 
     try:
         obs, _ = env.reset()
