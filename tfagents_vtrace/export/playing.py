@@ -108,7 +108,10 @@ class Policy:
         first: Any = None,
         greedy: bool = False,
     ) -> tuple[np.ndarray, PolicyState]:
-        """``(action, state)`` for ``observation``.
+        """``(action, state)`` for ``observation``. A ``Box`` action is in the action space's
+        bounds, sampled or greedy: the exported policy clips its draw (and its mean) there
+        (:func:`tfagents_vtrace.export.actor_critic.clip_to_bounds`), and the next step's
+        previous action is that clipped action.
 
         Args:
           observation: one observation, or a batch of them.
