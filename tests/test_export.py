@@ -56,7 +56,10 @@ def in_process(net, obs, first, pa, pr):
     for t in range(T):
         out = net(NetInputs(obs[t], first[t], pa[t], pr[t]), state)
         rec["value"].append(out.value.numpy())
-        rec["action"].append(net.greedy_action(out.policy).numpy())
+        greedy = net.greedy_action(out.policy).numpy()
+        if net.action_low is not None:  # the exported action is clipped to the Box
+            greedy = np.clip(greedy, net.action_low, net.action_high)
+        rec["action"].append(greedy)
         for k, v in out.policy.items():
             rec.setdefault(k, []).append(v.numpy())
         state = out.state
@@ -136,19 +139,26 @@ def test_loaded_policy_matches_network(roundtrip, name, batch):
 
 
 def _check_sampled_actions(net, ref, got):
-    """Sampled actions are valid draws whose log-prob matches the in-process distribution."""
+    """Sampled actions are valid draws whose log-prob matches the in-process distribution
+    (a Box action: in the bounds, and scored where no dimension was clipped, as the reported
+    log-prob is the unclipped draw's)."""
     actions = got["sampled_action"]
     policy = {k: tf.constant(ref[k]) for k in ("logits", "loc", "scale") if k in ref}
     dist = net.distribution(policy)
     log_prob = dist.log_prob(actions).numpy()
-    np.testing.assert_allclose(got["sampled_log_prob"], log_prob, rtol=1e-4, atol=1e-4)
     if net.is_discrete:
+        np.testing.assert_allclose(got["sampled_log_prob"], log_prob, rtol=1e-4, atol=1e-4)
         assert actions.dtype == np.int32 and actions.min() >= 0 and actions.max() < 4
         assert not np.array_equal(actions, got["greedy_action"])  # near-uniform: P ~ 0.25^20
-    else:
-        assert np.all(np.abs(actions - got["greedy_action"]) > 0)
-        if net.policy_kind == "tanh_gaussian":
-            assert np.all(actions >= net.action_low) and np.all(actions <= net.action_high)
+        return
+    low, high = net.action_low, net.action_high
+    assert np.all(actions >= low) and np.all(actions <= high)
+    inside = np.all((actions > low) & (actions < high), axis=-1)
+    assert inside.mean() > 0.3
+    np.testing.assert_allclose(
+        got["sampled_log_prob"][inside], log_prob[inside], rtol=1e-4, atol=1e-4
+    )
+    assert np.all(np.abs(actions - got["greedy_action"])[inside] > 0)
 
 
 def test_refuses_to_overwrite(tmp_path):

@@ -327,3 +327,121 @@ def test_cli_on_a_damaged_policy_is_one_line_and_exit_1(cartpole_policy_path, tm
         assert lines == [f"error: --policy: cannot load {path!r}: {DAMAGE[how]}; export it again "
                          "(tfv-export --logdir=RUN --overwrite)"], out.stderr[-2000:]  # fmt: skip
         assert out.stdout == ""
+
+
+# ----------------------------------------------------------------------------- --video
+class NoRenderEnv(gym.Env):
+    """An environment that lists no render mode (it takes render_mode and ignores it)."""
+
+    metadata = {"render_modes": []}
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, render_mode=None):
+        self.render_mode = render_mode
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(4, np.float32), 1.0, True, False, {}
+
+
+def _decoded(path):
+    """The frames of an MP4 file, decoded by PyAV: a list of [H, W, 3] uint8 arrays."""
+    import av
+
+    with av.open(str(path)) as container:
+        return [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+
+
+def test_video_records_every_episode_of_the_first_env(counter_policy, tmp_path):
+    """With one env every episode is recorded: one file per episode, one frame per
+    observation (the first and one per step), at CartPole's rendered size, the first frame
+    the rendering of the episode's first state (a plain CartPole seeded alike)."""
+    pytest.importorskip("av")
+    pytest.importorskip("pygame")
+    import tfagents_vtrace as tv
+
+    out = tmp_path / "videos"
+    result = tv.evaluate(counter_policy, "CartPole-v1", 3, seed=7, num_envs=1, video_dir=out)
+    expected = _reference_lengths(7, 3)
+    assert [int(r) for r in result["returns"]] == expected
+    assert result["videos"] == [str(out / f"episode-{k}.mp4") for k in range(3)]
+    assert sorted(os.listdir(out)) == ["episode-0.mp4", "episode-1.mp4", "episode-2.mp4"]
+    reference = gym.make("CartPole-v1", render_mode="rgb_array")
+    reference.reset(seed=7)
+    reference.reset()  # the evaluation's first episode (as _reference_lengths plays it)
+    first_frame = reference.render()
+    reference.close()
+    for path, length in zip(result["videos"], expected):
+        assert os.path.getsize(path) > 0
+        frames = _decoded(path)
+        assert len(frames) == length + 1
+        assert all(f.shape == first_frame.shape == (400, 600, 3) for f in frames)
+    frame = _decoded(result["videos"][0])[0].astype(np.float64)
+    assert np.abs(frame - first_frame).mean() < 3.0  # H.264 is lossy, not the picture
+    assert np.abs(frame - _decoded(result["videos"][1])[0]).mean() > 0.0  # another state
+
+
+def test_video_of_several_envs_records_the_first_envs_share(counter_policy, tmp_path):
+    pytest.importorskip("av")
+    pytest.importorskip("pygame")
+    import tfagents_vtrace as tv
+    from tfagents_vtrace.export.playing import recorded_episodes
+
+    assert recorded_episodes(5, 2) == 2 and recorded_episodes(3, 8) == 1
+    result = tv.evaluate(counter_policy, "CartPole-v1", 5, num_envs=2, video_dir=tmp_path)
+    assert result["episodes"] == 5
+    assert sorted(os.listdir(tmp_path)) == ["episode-0.mp4", "episode-1.mp4"]  # no .part left
+    assert all(len(_decoded(p)) > 1 for p in result["videos"])
+
+
+def test_video_refusals_name_video_dir(counter_policy, tmp_path, monkeypatch):
+    import importlib.util
+
+    import tfagents_vtrace as tv
+
+    (tmp_path / "episode-1.mp4").write_bytes(b"mine")
+    kw = dict(episodes=2, num_envs=1, video_dir=tmp_path)
+    if importlib.util.find_spec("av") is not None:
+        with pytest.raises(ValueError, match=r"^video_dir: .*episode-1\.mp4 exists"):
+            tv.evaluate(counter_policy, "CartPole-v1", **kw)
+        assert (tmp_path / "episode-1.mp4").read_bytes() == b"mine"  # not overwritten
+        with pytest.raises(ValueError, match=r"^video_dir: .* has no rgb_array rendering"):
+            tv.evaluate(counter_policy, NoRenderEnv, 1, video_dir=tmp_path / "none")
+        assert not (tmp_path / "none").exists()
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "av" else real(name, *a)
+    )
+    message = (
+        "video_dir: recording videos needs PyAV, which is not installed: "
+        "pip install 'tfagents_vtrace[video]'"
+    )
+    with pytest.raises(ValueError) as e:
+        tv.evaluate(counter_policy, "CartPole-v1", 1, video_dir=tmp_path / "v")
+    assert str(e.value) == message
+    with pytest.raises(evaluate.FlagError) as e:
+        evaluate.check_flags(str(tmp_path), 1, 1, "{}", video=str(tmp_path / "v"))
+    assert str(e.value) == "--video: " + message.partition(": ")[2]
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow
+def test_cli_video_writes_the_files_it_lists(cartpole_policy_path, tmp_path):
+    pytest.importorskip("av")
+    pytest.importorskip("pygame")
+    out = _cli(f"--policy={cartpole_policy_path}", "--env=CartPole-v1", "--episodes=2",
+               "--num_envs=1", f"--video={tmp_path / 'v'}")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    summary = json.loads(lines[-1])
+    lengths = [int(line.split()[5]) for line in lines[:-1]]
+    assert summary["videos"] == [str(tmp_path / "v" / f"episode-{k}.mp4") for k in range(2)]
+    assert [len(_decoded(p)) for p in summary["videos"]] == [n + 1 for n in lengths]
+    again = _cli(f"--policy={cartpole_policy_path}", "--env=CartPole-v1", "--episodes=2",
+                 "--num_envs=1", f"--video={tmp_path / 'v'}")  # fmt: skip
+    assert again.returncode == 2 and again.stderr.strip().splitlines() == [
+        f"error: --video: {tmp_path / 'v' / 'episode-0.mp4'} exists (an earlier recording?); "
+        "remove it or choose another directory"
+    ]

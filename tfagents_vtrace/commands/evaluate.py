@@ -15,6 +15,13 @@ previous action and reward (zeros at ``first``) are fed alongside the observatio
 Episodes are spread over the environments as evenly as possible and each environment stops
 contributing once it has run its share, so short episodes are not over-sampled.
 
+``--video=DIR`` records every episode of the first environment (``--episodes // --num_envs``
+of them; all with ``--num_envs=1``) as ``DIR/episode-0.mp4``, ``episode-1.mp4``, ...
+(:mod:`tfagents_vtrace.export.video`, the ``video`` extra); the JSON line lists them under
+``videos``. The environments are then a sync vector made with ``render_mode="rgb_array"``.
+A missing extra, an existing file of the recording and an environment that does not render
+RGB images are one line naming ``--video`` (exit code 2).
+
 Bad flags end with one line on stderr and exit code 2 (``commands.cli``): the counts, the
 ``--policy`` directory, the ``--env`` id, and whether the env's observation and action spaces
 are those the policy was exported for (its input signature and ``metadata``). A ``--policy``
@@ -149,10 +156,21 @@ def check_policy_env(
         )
 
 
-def check_flags(policy: str, episodes: int, num_envs: int, env_kwargs: str) -> dict:
+def check_flags(
+    policy: str, episodes: int, num_envs: int, env_kwargs: str, video: str | None = None
+) -> dict:
     """Validates the flags that need no TensorFlow; returns the parsed ``--env_kwargs``."""
     check_int("episodes", episodes, 1)
     check_int("num_envs", num_envs, 1)
+    if video is not None:
+        from tfagents_vtrace.export import video as video_lib
+        from tfagents_vtrace.export.playing import recorded_episodes
+
+        try:
+            video_lib.check_video_extra("video")
+            video_lib.check_video_dir(video, recorded_episodes(episodes, num_envs), "video")
+        except ValueError as e:
+            raise FlagError("video", str(e).partition(": ")[2]) from None
     if not os.path.exists(policy):
         raise FlagError("policy", f"no such file or directory: {policy}")
     if not os.path.isfile(os.path.join(policy, "saved_model.pb")):
@@ -203,13 +221,23 @@ def define_flags() -> None:
     flags.DEFINE_bool("greedy", True, "Greedy (mode) actions; false samples the policy.")
     flags.DEFINE_integer("num_envs", 8, "Vectorized environments (at most --episodes).")
     flags.DEFINE_string("env_kwargs", "{}", "JSON dict passed to the environment constructor.")
+    flags.DEFINE_string(
+        "video",
+        None,
+        "Directory to record episodes into, as MP4 files episode-0.mp4, episode-1.mp4, ...: "
+        "every episode of the first environment (--episodes // --num_envs of them; all with "
+        "--num_envs=1), rendered with render_mode='rgb_array'. Needs the video extra: pip "
+        "install 'tfagents_vtrace[video]'.",
+    )
     flags.mark_flags_as_required(["policy", "env"])
 
 
 @reports_flag_errors
 def main(argv: list[str]) -> None:
     del argv
-    env_kwargs = check_flags(FLAGS.policy, FLAGS.episodes, FLAGS.num_envs, FLAGS.env_kwargs)
+    env_kwargs = check_flags(
+        FLAGS.policy, FLAGS.episodes, FLAGS.num_envs, FLAGS.env_kwargs, FLAGS.video
+    )
     from tfagents_vtrace.envs.user_envs import resolve_env
 
     try:  # module:Env-v0 imports the module it names
@@ -230,15 +258,21 @@ def main(argv: list[str]) -> None:
         fault(f"--{e}")
     io = policy_io(policy.saved_model)
     check_policy_env(io, FLAGS.env, observation_space, action_space, FLAGS.policy)
-    returns, lengths = run_episodes(
-        policy,
-        FLAGS.env,
-        FLAGS.episodes,
-        seed=FLAGS.seed,
-        greedy=FLAGS.greedy,
-        num_envs=FLAGS.num_envs,
-        env_kwargs=env_kwargs,
-    )
+    try:
+        returns, lengths = run_episodes(
+            policy,
+            FLAGS.env,
+            FLAGS.episodes,
+            seed=FLAGS.seed,
+            greedy=FLAGS.greedy,
+            num_envs=FLAGS.num_envs,
+            env_kwargs=env_kwargs,
+            video_dir=FLAGS.video,
+        )
+    except ValueError as e:
+        if not str(e).startswith("video_dir: "):
+            raise
+        raise FlagError("video", str(e).partition(": ")[2]) from None
     for i, (r, n) in enumerate(zip(returns, lengths)):
         print(f"episode {i}: return {r:.3f} length {n}")
     summary = summarize(returns)
@@ -249,6 +283,12 @@ def main(argv: list[str]) -> None:
         seed=FLAGS.seed,
         wall_time=time.time() - START_TIME,
     )
+    if FLAGS.video is not None:
+        from tfagents_vtrace.export.playing import recorded_episodes
+        from tfagents_vtrace.export.video import video_paths
+
+        count = recorded_episodes(FLAGS.episodes, FLAGS.num_envs)
+        summary["videos"] = video_paths(FLAGS.video, count)
     print(json.dumps(summary), flush=True)
 
 

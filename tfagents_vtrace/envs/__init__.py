@@ -28,7 +28,14 @@ from tfagents_vtrace.envs.bandits import (
     sample_probs,
 )
 from tfagents_vtrace.envs.cartpole import CartPoleNoVelEnv, CartPoleNoVelVectorEnv
-from tfagents_vtrace.envs.factory import MODES, EnvSpaces, env_spaces, make_env, make_vector_env
+from tfagents_vtrace.envs.factory import (
+    MODES,
+    EnvSpaces,
+    env_action,
+    env_spaces,
+    make_env,
+    make_vector_env,
+)
 from tfagents_vtrace.envs.structured_bandit import StructuredBanditEnv, StructuredBanditVectorEnv
 
 # Bandit ids and their task family.
@@ -86,6 +93,7 @@ __all__ = [
     "TwoArmedBanditEnv",
     "TwoArmedBanditVectorEnv",
     "EnvSpaces",
+    "env_action",
     "env_spaces",
     "held_out_probs",
     "make_env",

@@ -139,6 +139,18 @@ def _check_vector_args(num_envs: int, mode: str) -> None:
         raise ValueError(f"mode: expected one of {MODES}, received {mode!r}")
 
 
+def env_action(action: Any, space: gym.Space) -> np.ndarray:
+    """``action`` as environments of action space ``space`` take it: in the space's dtype,
+    and, for a ``Box``, clipped to its bounds (a Gaussian policy's samples, and its mean, are
+    unbounded). ``space`` may be a single or a vector env's batched space. Only what goes
+    to ``env.step`` is clipped: the acting loops record the policy's own draw, whose
+    log-probability the learners score (as Stable-Baselines3's ``collect_rollouts`` keeps
+    the unclipped action in its buffer, https://github.com/DLR-RM/stable-baselines3/blob/master/stable_baselines3/common/on_policy_algorithm.py)."""
+    if isinstance(space, gym.spaces.Box):
+        return np.clip(action, space.low, space.high).astype(space.dtype, copy=False)
+    return np.asarray(action).astype(space.dtype, copy=False)
+
+
 _NUMBER_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.int32})
 
 

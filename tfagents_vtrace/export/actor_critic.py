@@ -32,6 +32,13 @@ log-probabilities out in elementary ops (no TFP):
 The greedy step is ``greedy_action``'s: argmax, ``loc`` or ``mid + half_range * tanh(loc)``
 (the noise-free draw), with ``log_prob`` of that action by the formulas above.
 
+Every ``action`` output of a ``Box`` action space (sampled, greedy, from noise; SavedModel,
+LiteRT and ONNX alike) is clipped to the space's bounds where it leaves the policy
+(:func:`clip_to_bounds`), as the runtime clips before ``env.step``: a Gaussian's draw, and
+its mean, can leave the box. ``log_prob`` stays that of the unclipped draw, the one the
+learners score (training records the unclipped action and clips only what the environment
+gets).
+
 A network whose conv torso computes in bfloat16 only because this machine chose it is
 exported as a float32 copy (:func:`exported_network`). A Dict / Tuple observation is one
 input per leaf in the flat signatures and in the LiteRT and ONNX files; its ``action_mask``
@@ -134,6 +141,23 @@ def act_from_noise(
     return mid + half * tf.tanh(x), log_prob - _tanh_log_det(x, half)
 
 
+def clip_to_bounds(network: ActorCriticNetwork, action: tf.Tensor) -> tf.Tensor:
+    """``action`` clipped to ``network``'s ``Box`` action bounds (other spaces: as it is).
+
+    The same clip as the runtime's before ``env.step`` (:func:`tfagents_vtrace.envs.
+    env_action`), so an exported policy's actions are actions of its space in every format.
+    The bounds are numpy constants of the traced graph (an eager tensor would be a captured
+    input, which tf2onnx leaves as an unfed graph input); an infinite bound is the float32
+    maximum, which leaves a finite action as it is.
+    """
+    if network.action_low is None:
+        return action
+    big = np.finfo(np.float32).max
+    low = np.nan_to_num(np.asarray(network.action_low, np.float32), neginf=-big, posinf=big)
+    high = np.nan_to_num(np.asarray(network.action_high, np.float32), neginf=-big, posinf=big)
+    return tf.clip_by_value(action, low, high)
+
+
 def _vector_discrete_from_noise(network, policy, noise) -> tuple[tf.Tensor, tf.Tensor]:
     """(action ``[B, D]`` int32, log_prob) of MultiDiscrete / MultiBinary policies."""
     if network.policy_kind == "multi_binary":
@@ -219,16 +243,19 @@ class ActorCriticPolicy(PolicyModule):
 
     def step(self, observation, first, prev_action, prev_reward, state, greedy: bool) -> dict:
         """The SavedModel's ``action`` (sampled with TensorFlow Probability) or
-        ``greedy_action``."""
+        ``greedy_action``. A ``Box`` action is clipped to the action space's bounds, sampled
+        or greedy (a Gaussian's draws and its mean are unbounded); ``log_prob`` is that of
+        the unclipped draw, the one the learners score."""
         out, new_state = self._forward(observation, first, prev_action, prev_reward, state)
         distribution = self.network.distribution(out.policy)
         action = self.network.greedy_action(out.policy) if greedy else distribution.sample()
         return {**self._report(out, action, distribution.log_prob(action)), "state": new_state}
 
-    @staticmethod
-    def _report(out, action, log_prob) -> dict:
-        """``action, value, log_prob``, the distribution parameters and ``q`` of a forward
-        pass ``out``."""
+    def _report(self, out, action, log_prob) -> dict:
+        """``action`` (clipped to a ``Box``'s bounds: :func:`clip_to_bounds`), ``value``,
+        ``log_prob``, the distribution parameters and ``q`` of a forward pass ``out``: where
+        every format's action leaves the policy."""
+        action = clip_to_bounds(self.network, action)
         result = {"action": action, "value": out.value, "log_prob": log_prob, **out.policy}
         if out.q is not None:  # the discrete Q head's Q(s, .)
             result["q"] = out.q

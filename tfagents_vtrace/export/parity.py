@@ -223,13 +223,15 @@ def draw_noises(metadata: dict, rng: np.random.Generator, batch_size: int = 1) -
 
 
 def _env_action(action: np.ndarray, space) -> np.ndarray | int:
+    """One env's action: a Python int for ``Discrete``, else :func:`~tfagents_vtrace.envs.
+    env_action` (a ``Box`` clipped to its bounds)."""
     import gymnasium as gym
+
+    from tfagents_vtrace.envs import env_action
 
     if isinstance(space, gym.spaces.Discrete):
         return int(action)
-    if isinstance(space, gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
-        return np.asarray(action).astype(space.dtype)
-    return np.clip(action, space.low, space.high).astype(space.dtype)
+    return env_action(action, space)
 
 
 def _act(runner, inputs: dict, state: dict, noise, rec: dict) -> dict:

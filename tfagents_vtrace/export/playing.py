@@ -108,7 +108,10 @@ class Policy:
         first: Any = None,
         greedy: bool = False,
     ) -> tuple[np.ndarray, PolicyState]:
-        """``(action, state)`` for ``observation``.
+        """``(action, state)`` for ``observation``. A ``Box`` action is in the action space's
+        bounds, sampled or greedy: the exported policy clips its draw (and its mean) there
+        (:func:`tfagents_vtrace.export.actor_critic.clip_to_bounds`), and the next step's
+        previous action is that clipped action.
 
         Args:
           observation: one observation, or a batch of them.
@@ -204,9 +207,10 @@ def as_policy(policy: Any) -> Policy:
     return Policy(policy)
 
 
-def _env_action(action: np.ndarray, space: Any) -> np.ndarray:
-    """Casts the policy's actions to the dtype the vector env's action space holds."""
-    return np.asarray(action).astype(space.dtype, copy=False)
+def recorded_episodes(episodes: int, num_envs: int) -> int:
+    """How many episodes a recording evaluation records: every episode of its first
+    environment, ``episodes // min(num_envs, episodes)`` (all of them with one env)."""
+    return episodes // min(num_envs, episodes)
 
 
 def run_episodes(
@@ -218,34 +222,76 @@ def run_episodes(
     greedy: bool = True,
     num_envs: int = 8,
     env_kwargs: dict | None = None,
+    video_dir: str | os.PathLike | None = None,
 ) -> tuple[list[float], list[int]]:
     """Plays ``episodes`` episodes of ``policy`` (:func:`as_policy`) on up to ``num_envs``
     vectorized ``env_id`` environments; returns ``(returns, lengths)``. Episodes are spread
     over the environments as evenly as possible and each environment stops contributing once
-    it has run its share, so short episodes are not over-sampled."""
-    from tfagents_vtrace.envs import make_vector_env
+    it has run its share, so short episodes are not over-sampled.
+
+    With ``video_dir``, the environments are a sync vector made with
+    ``render_mode="rgb_array"`` and every episode of the first one
+    (:func:`recorded_episodes`) is written to ``video_dir/episode-<k>.mp4``
+    (:mod:`tfagents_vtrace.export.video`; the ``video`` extra). ValueError naming
+    ``video_dir`` for a missing extra, an existing file, or an environment that does not
+    render RGB images."""
+    from tfagents_vtrace.envs import env_action, make_vector_env
 
     if episodes < 1:
         raise ValueError(f"episodes: expected >= 1, received {episodes}")
     if num_envs < 1:
         raise ValueError(f"num_envs: expected >= 1, received {num_envs}")
-    policy = as_policy(policy)
     b = min(num_envs, episodes)
-    env = make_vector_env(env_id, b, seed, **(env_kwargs or {}))
     targets = np.array([(episodes + i) // b for i in range(b)])  # episodes per environment
+    if video_dir is not None:
+        from tfagents_vtrace.export import video
+
+        video.check_video_extra()
+        video.check_video_dir(video_dir, int(targets[0]))
+    policy = as_policy(policy)
+    if video_dir is None:
+        env = make_vector_env(env_id, b, seed, **(env_kwargs or {}))
+    else:
+        env = _recording_vector(env_id, b, seed, env_kwargs or {}, video_dir, int(targets[0]))
     holder = {"state": policy.initial_state(b)}
 
     def act(obs, first, reward, running):
         action, holder["state"] = policy.step(
             obs, holder["state"], reward=reward, first=first, greedy=greedy
         )
-        return _env_action(action, env.action_space)
+        return env_action(action, env.action_space)
 
     try:
         obs, _ = env.reset()
         return play(env, obs, act, targets)
     finally:
         env.close()
+
+
+def _recording_vector(env_id, num_envs, seed, env_kwargs, video_dir, episodes):
+    """A sync vector of ``env_id`` made with ``render_mode="rgb_array"``, recording the first
+    ``episodes`` episodes of its first environment into ``video_dir``."""
+    from tfagents_vtrace.envs import make_vector_env
+    from tfagents_vtrace.export.video import RecordFirst
+
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        # No display: pygame (the classic-control renderer) draws off screen without SDL's
+        # complaint about a missing XDG_RUNTIME_DIR.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    kwargs = {**env_kwargs, "render_mode": "rgb_array"}
+    try:
+        env = make_vector_env(env_id, num_envs, seed, mode="sync", **kwargs)
+    except TypeError as e:
+        if "render_mode" not in str(e):
+            raise
+        raise ValueError(
+            f"video_dir: {env_id} takes no render_mode, so its episodes cannot be recorded"
+        ) from e
+    try:
+        return RecordFirst(env, env_id, video_dir, episodes)
+    except BaseException:
+        env.close()
+        raise
 
 
 def play(env, obs, act, targets, max_steps: int | None = None):
@@ -311,11 +357,16 @@ def evaluate(
     seed: int = 0,
     num_envs: int = 8,
     env_kwargs: dict | None = None,
+    video_dir: str | os.PathLike | None = None,
 ) -> dict:
     """Plays ``episodes`` episodes of ``policy`` (a path, a loaded SavedModel or a
     :class:`Policy`) in ``env`` (an id, ``module:Env-v0``, a ``gymnasium.Env`` class or a
     function returning one); returns ``{"mean_return", "std_return", "min_return",
-    "max_return", "mean_length", "episodes", "returns"}``."""
+    "max_return", "mean_length", "episodes", "returns"}``, and ``"videos"`` (their paths)
+    with ``video_dir``: every episode of the first of the ``num_envs`` environments
+    (:func:`recorded_episodes`, all of them with ``num_envs=1``) recorded as
+    ``video_dir/episode-<k>.mp4`` (``pip install 'tfagents_vtrace[video]'``;
+    :func:`run_episodes`)."""
     from tfagents_vtrace.envs.user_envs import resolve_env
 
     env_id = resolve_env(env)
@@ -327,9 +378,10 @@ def evaluate(
         greedy=greedy,
         num_envs=num_envs,
         env_kwargs=env_kwargs,
+        video_dir=video_dir,
     )
     stats = summarize(returns)
-    return {
+    result = {
         "mean_return": stats["mean"],
         "std_return": stats["std"],
         "min_return": stats["min"],
@@ -338,3 +390,8 @@ def evaluate(
         "episodes": stats["episodes"],
         "returns": returns,
     }
+    if video_dir is not None:
+        from tfagents_vtrace.export.video import video_paths
+
+        result["videos"] = video_paths(video_dir, recorded_episodes(episodes, num_envs))
+    return result

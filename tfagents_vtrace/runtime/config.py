@@ -96,7 +96,8 @@ class RunConfig:
     the multi_worker strategy workers must save together, so checkpoints follow steps
     instead: every ``eval_every`` steps, or every tenth of ``total_steps`` without it."""
     log_every_s: float = 5.0
-    """Seconds between metrics rows / progress lines."""
+    """Seconds between metrics rows (and the progress lines that show them) at the latest,
+    unless rows follow steps only (``log_every_steps``, ``deterministic``)."""
     stop_grace_s: float = 10.0
     """Seconds from a stop signal (Ctrl-C, SIGTERM, SIGHUP) to the process's end at the
     latest: the run checkpoints at its next step; if it has not within half of this (an
@@ -125,8 +126,11 @@ class RunConfig:
     learns from their unrolls (0: acting waits for every update; 1: actors and learner
     overlap by one update, as a pipeline)."""
     log_every_steps: int = 0
-    """Metrics rows every this many env steps instead of every ``log_every_s`` seconds (0:
-    seconds; with ``deterministic`` and 0, every hundredth of ``total_steps``)."""
+    """Metrics rows every this many env steps, and only then (not every ``log_every_s``
+    seconds). 0 (the default): auto, every hundredth of ``total_steps`` (at most one row per
+    update) or every ``log_every_s`` seconds, whichever comes first, so that a short run
+    draws a curve and a long one writes a row every few seconds; with ``deterministic``,
+    every hundredth of ``total_steps`` only (rows that do not depend on the load)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
@@ -203,10 +207,17 @@ class RunConfig:
 
     @property
     def row_every_steps(self) -> int:
-        """Env steps between metrics rows when rows follow steps, else 0 (seconds)."""
-        if self.log_every_steps:
-            return self.log_every_steps
-        return max(self.total_steps // 100, 1) if self.deterministic else 0
+        """Env steps between metrics rows: ``log_every_steps``, or (0: auto) every hundredth
+        of ``total_steps``."""
+        return self.log_every_steps or max(self.total_steps // 100, 1)
+
+    @property
+    def row_every_s(self) -> float | None:
+        """Seconds between metrics rows at the latest (besides :attr:`row_every_steps`), or
+        None when rows follow steps only (``log_every_steps`` set, or ``deterministic``)."""
+        if self.log_every_steps or self.deterministic:
+            return None
+        return self.log_every_s
 
     @property
     def steps_per_update(self) -> int:

@@ -6,13 +6,15 @@ computes. It restores the run directory's checkpoint or writes a step-0 one (a r
 before its first timed checkpoint resumes by the same command), counts
 (:mod:`~tfagents_vtrace.runtime.rundir.counters`), calls the agent until ``total_steps``, writes a
 metrics row (``metrics.jsonl`` + TensorBoard, trimmed to the checkpoint on resume) every
-``log_every_s`` seconds once the step moved, evaluates greedily every ``eval_every`` steps
-on separate environments (in the loop, or with ``eval_background`` in a thread beside it:
-:class:`~tfagents_vtrace.runtime.acting.evaluation.BackgroundEvaluations`), checkpoints every
-``checkpoint_every_s`` seconds (one trigger semantics for the three:
-:mod:`~tfagents_vtrace.runtime.rundir.triggers`), stops at the first evaluation reaching
-``stop_return`` with the evaluated weights, and ends with an evaluation, a checkpoint, the
-export to ``DIR/policy`` and ``final.json``. An ended run is not retrained.
+hundredth of ``total_steps`` or every ``log_every_s`` seconds, whichever comes first, once
+the step moved (steps only with ``log_every_steps`` or ``deterministic``), evaluates greedily
+every ``eval_every`` steps on separate environments (in the loop, or with ``eval_background``
+in a thread beside it: :class:`~tfagents_vtrace.runtime.acting.evaluation.
+BackgroundEvaluations`), checkpoints every ``checkpoint_every_s`` seconds (one trigger
+semantics for the three: :mod:`~tfagents_vtrace.runtime.rundir.triggers`), stops at the
+first evaluation reaching ``stop_return`` with the evaluated weights, and ends with an
+evaluation, a checkpoint, the export to ``DIR/policy`` and ``final.json``. An ended run is
+not retrained.
 
 A user's callbacks (:mod:`~tfagents_vtrace.runtime.callbacks`) run in the driver's thread:
 ``on_row`` after each row (one returning true ends the run at that row, as at
@@ -72,7 +74,7 @@ from tfagents_vtrace.runtime.rundir.stop_signals import (
     stop_requested,
     stop_saved,
 )
-from tfagents_vtrace.runtime.rundir.triggers import IntervalTrigger, TimeTrigger
+from tfagents_vtrace.runtime.rundir.triggers import EitherTrigger, IntervalTrigger, TimeTrigger
 from tfagents_vtrace.runtime.rundir.write_errors import WriteError, writing
 
 log = logging.getLogger(__name__)
@@ -440,10 +442,9 @@ class Driver:
         ``_last_eval``, its weights ``eval_weights``)."""
         run, counters = self.run_config, self.counters
         evals = IntervalTrigger(run.eval_every, counters.env_steps)
-        if run.row_every_steps:  # steps: the same rows whatever the load
-            rows = IntervalTrigger(run.row_every_steps, counters.env_steps)
-        else:
-            rows = TimeTrigger(run.log_every_s)
+        rows = IntervalTrigger(run.row_every_steps, counters.env_steps)
+        if run.row_every_s is not None:  # else steps only: the same rows whatever the load
+            rows = EitherTrigger(rows, TimeTrigger(run.row_every_s))
         if self.role.task_type is None:
             saves = TimeTrigger(run.checkpoint_every_s)
         else:  # multi_worker saves are collective: every worker saves at the same step

@@ -10,7 +10,7 @@ TensorFlow::
     state = policy.get_initial_state(batch_size=tf.constant(B))   # (tau [B, k*A], repeats [B, 1])
     out = policy.action(observation=obs, first=first, prev_action=prev_action,
                         prev_reward=prev_reward, state=state)
-    out["action"]    # [B, A] in the environment's bounds
+    out["action"]    # [B, A] in the environment's bounds (clipped to them)
     out["value"]     # [B] float32: beta_0 Q(s, tau^-) + beta_1 Q(s, tau_hat)
                      # (Q: the critic replicas' minimum, reward_weights-weighted over dims)
     out["unit_action"], out["b"], out["repeats"], out["p_b1"], out["state"]
@@ -202,7 +202,13 @@ class TaacPolicyModule(PolicyModule):
 
     def _outputs(self, observation, out: dict) -> dict:
         n = tf.shape(observation)[0]
-        action = self._low + (out["action"] + 1.0) * 0.5 * (self._high - self._low)
+        # unit_action is in [-1, 1]; the clip keeps float rounding of the affine map (which
+        # can land one ulp past a bound) inside the Box, as every exported action is.
+        action = tf.clip_by_value(
+            self._low + (out["action"] + 1.0) * 0.5 * (self._high - self._low),
+            self._low,
+            self._high,
+        )
         new_state = (
             tf.reshape(out["tau"], [n, self._k * self._a]),
             tf.cast(out["repeats"], tf.float32)[:, None],

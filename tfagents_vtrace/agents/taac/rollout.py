@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from tfagents_vtrace.envs.factory import env_action
 from tfagents_vtrace.envs.failures import (
     STEP_TIMEOUT_S,
     EnvFailure,
@@ -150,7 +151,9 @@ class Rollout:
         check_actions(action, self.env.single_action_space, "taac")
         try:  # a whole vector is not made again: the replay's windows need the episodes
             self.env_call_since = time.perf_counter()
-            next_obs, reward, terminated, truncated, infos = self.env.step(action)
+            # in the Box's bounds: the affine map from [-1, 1] can round one ulp past them
+            env_input = env_action(action, self.env.single_action_space)
+            next_obs, reward, terminated, truncated, infos = self.env.step(env_input)
             self.env_call_since = 0.0
             check_env_output(next_obs, reward)
         except EnvFailure:  # a sub-environment past its restart limits: its own line

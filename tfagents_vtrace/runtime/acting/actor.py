@@ -45,7 +45,9 @@ step to truncate. Cut episodes are not reported in
 space stops the run with ``InvalidAction``, and an ``action_mask`` observation entry that
 allows no action where the environment will take one (not at a reset step) with
 ``NoActionAllowed``, checked before the policy is called
-(:mod:`tfagents_vtrace.networks.action_masks`).
+(:mod:`tfagents_vtrace.networks.action_masks`). A ``Box`` action goes to ``env.step`` clipped to
+the space's bounds (:func:`~tfagents_vtrace.envs.env_action`); the unroll's ``action`` and
+``prev_action`` hold the policy's unclipped draw, whose log-probability the learner scores.
 
 For the step timeout the actor stamps ``env_call_since`` (``time.perf_counter()``) before
 each environment call and clears it after, for the
@@ -66,6 +68,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from tfagents_vtrace.envs.factory import env_action
 from tfagents_vtrace.envs.failures import (
     ActingError,
     ActorAbandoned,
@@ -360,7 +363,11 @@ class Actor:
             check_actions(action, self._action_space, f"actor {self.actor_id}")
             self.env_call_since = stepped
             try:
-                obs, reward, terminated, truncated, infos = self.env.step(action)
+                # The env gets the action in its dtype and bounds (a Gaussian draw clipped
+                # to the Box); the unroll keeps the draw itself, which the learner scores.
+                obs, reward, terminated, truncated, infos = self.env.step(
+                    env_action(action, self._action_space)
+                )
                 if self._check_output:
                     check_env_output(obs, reward)
             except ActingError as error:  # past the sub-environments' restart limits

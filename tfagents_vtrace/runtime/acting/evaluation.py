@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from tfagents_vtrace.envs.factory import env_action
 from tfagents_vtrace.envs.failures import EnvFailure, timeout_message, watchdog
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ class Evaluator:
             if stats is not None:
                 stats.add(info, first, running)
             last["action"] = np.asarray(action, space.dtype)
-            return action
+            return env_action(action, space)  # a Box action clipped to its bounds, as acting's
 
         returns, lengths = play(_Stamped(self._env, self), obs, act, np.ones(n, np.int64),
                                 self.max_steps)  # fmt: skip

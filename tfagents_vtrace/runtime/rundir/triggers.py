@@ -5,9 +5,10 @@ whether something periodic is due. Here a trigger is due at the first value at o
 multiple of its interval (counted from zero, so a resumed run keeps the schedule of the run
 it continues); when one value passes several multiples at once the trigger fires once, and
 the next multiple above that value is due next. The driver uses it for evaluations (every
-``eval_every`` environment steps), metrics rows (every ``log_every_s`` seconds) and
-checkpoints (every ``checkpoint_every_s`` seconds, or every N steps when the workers of a
-cluster must save together).
+``eval_every`` environment steps), metrics rows (every hundredth of ``total_steps`` or every
+``log_every_s`` seconds, whichever comes first: :class:`EitherTrigger`) and checkpoints
+(every ``checkpoint_every_s`` seconds, or every N steps when the workers of a cluster must
+save together).
 """
 
 from __future__ import annotations
@@ -50,3 +51,14 @@ class TimeTrigger(IntervalTrigger):
 
     def __call__(self, *_) -> bool:
         return super().__call__(time.monotonic() - self.origin)
+
+
+class EitherTrigger:
+    """Due when any of ``triggers`` is; each is called every time (none skipped), so each
+    keeps its own schedule."""
+
+    def __init__(self, *triggers):
+        self.triggers = triggers
+
+    def __call__(self, value: float) -> bool:
+        return any([trigger(value) for trigger in self.triggers])
