@@ -5,7 +5,10 @@ environment layer's, which makes ``RunConfig.env_kwargs``) or the agent's ``Conf
 its command-line flag (``env_id`` is ``env``, ``export_policy`` is ``export``). Values may be
 Python values or the text a flagfile holds (``"64,64"``, ``"none"``, ``"true"``): text is parsed
 by the field's type, then the dataclasses validate as they do for the command line, so a bad
-value raises ``ValueError`` naming the setting.
+value raises ``ValueError`` naming the setting. ``torso`` and ``core`` also take a layer of
+one's own, its class or function or its path ``"package.module:Name"`` (whose module is
+imported: the user named it), recorded as the path
+(:func:`tfagents_vtrace.networks.user_layers.resolve`).
 
 A renamed setting's old name (:data:`DEPRECATED_NAMES`) is still read, with a one-line
 warning, wherever a name is read: the command line, a flagfile, the Python API's keywords and
@@ -144,7 +147,7 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
     """
     from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.envs.family import EnvFamilyConfig
-    from tfagents_vtrace.networks import NetworkConfig
+    from tfagents_vtrace.networks import NetworkConfig, user_layers
     from tfagents_vtrace.runtime.config import RunConfig
 
     spec = get_agent(agent)
@@ -167,6 +170,8 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
                 )
             raise ValueError(f"{name}: not a setting (see the flags of tfv-train)")
         cls, field, hint = fields[name]
+        if name in user_layers.KINDS:  # a layer of one's own: its class, function or path
+            value = user_layers.resolve(value, name)
         kwargs[cls][field] = _coerce(name, hint, value)
     try:
         run_config = RunConfig(**kwargs[RunConfig])
