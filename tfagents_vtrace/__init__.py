@@ -15,7 +15,15 @@ Its names are imported on first use, so ``import tfagents_vtrace`` stays light.
 
 __version__ = "0.1.0"
 
-_API = ("train", "load_policy", "evaluate", "make_configs", "config_path", "Policy")
+_API = (
+    "train",
+    "load_policy",
+    "evaluate",
+    "make_configs",
+    "make_network",
+    "config_path",
+    "Policy",
+)
 __all__ = ["__version__", *_API]
 
 
