@@ -1,4 +1,5 @@
-"""A torso of your own: an MLP with layer normalisation, for the actor-critic network.
+"""A torso of your own (an MLP with layer normalisation) and a core of your own (a GRU cell)
+for the actor-critic network (docs/guide/extending.md).
 
 Train with it from Python (the class, or its path)::
 
@@ -45,6 +46,14 @@ class LayerNormMLP(keras.layers.Layer):
         for dense, norm in self.blocks:
             x = keras.activations.tanh(norm(dense(x)))
         return x
+
+
+class GRU64(keras.layers.GRUCell):
+    """A recurrent core of your own: a GRU cell of 64 units (``state_size`` 64, one state
+    tensor ``[B, 64]``, reset to zeros where an episode starts)."""
+
+    def __init__(self, **kw):
+        super().__init__(64, **kw)
 
 
 if __name__ == "__main__":

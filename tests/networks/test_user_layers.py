@@ -52,9 +52,7 @@ def test_the_torso_receives_the_observation_as_float32_preprocessed(space, expec
 
 
 def test_a_dict_observation_reaches_the_torso_as_the_dict_of_its_leaves():
-    space = gym.spaces.Dict(
-        {"image": IMAGE, "vector": VECTOR, "cell": gym.spaces.Discrete(4)}
-    )
+    space = gym.spaces.Dict({"image": IMAGE, "vector": VECTOR, "cell": gym.spaces.Discrete(4)})
     net = make_network(NetworkConfig(torso=_path(mine.DictFlattenTorso)), space, ACTIONS)
     space.seed(1)
     samples = [space.sample() for _ in range(3)]

@@ -17,6 +17,14 @@ q ``[B, A]`` (discrete Q head) or ``[B]`` (the stochastic dueling Q of the given
 or None, state a tuple of float32 ``[B, k]`` (``()`` when feed-forward). Gradients flow into
 every weight; inputs receive none.
 
+A torso of one's own (``NetworkConfig.torso="package.module:Name"``,
+:mod:`~tfagents_vtrace.networks.user_layers`) receives the observation preprocessed
+(:func:`~tfagents_vtrace.networks.multi_input.preprocess`: float32, uint8 scaled, Discrete
+one-hot, a Dict / Tuple as the nest of such leaves) and returns ``[N, features]``; a core of
+one's own is a Keras RNN cell run by :class:`~tfagents_vtrace.networks.core.CellCore`. A
+config's ``torso="auto"`` is resolved for the observation space here when a run has not
+resolved it already (:func:`~tfagents_vtrace.networks.multi_input.auto_torso`).
+
 ACER's unshared models (Wang et al. 2016, https://arxiv.org/abs/1611.01224; chainerrl's
 ``ACERSeparateModel`` / ``ACERSDNSeparateModel``): ``q_hidden_sizes`` gives the Q head (or
 the SDN's V) an MLP of its own on the observation, and the SDN's advantage A(s, a) then
@@ -371,8 +379,7 @@ class ActorCriticNetwork(keras.Model):
         if not isinstance(features, tf.Tensor) or features.shape.rank != 2:
             got = getattr(features, "shape", type(features).__name__)
             raise ValueError(
-                f"torso: {self.config.torso!r} must return one [N, features] tensor, returned "
-                f"{got}"
+                f"torso: {self.config.torso!r} must return one [N, features] tensor, returned {got}"
             )
         return tf.cast(features, tf.float32)
 

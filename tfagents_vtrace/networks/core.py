@@ -16,6 +16,9 @@ Recursion, for each step t and batch entry b::
 ``unroll`` runs that recursion with ``tf.scan`` (a while loop: T may be dynamic, and it
 compiles under XLA) on the cell's own weights, with the input projection of all T steps
 hoisted out of the loop; stepping T times equals one unroll (tested).
+
+:class:`CellCore` runs a Keras RNN cell of one's own (``NetworkConfig.core=
+"package.module:Name"``) under the same contract: zero initial state, reset where ``first``.
 """
 
 from __future__ import annotations

@@ -144,9 +144,11 @@ def auto_torso(observation_space) -> tuple[str, str]:
     vectors, Discrete ids, float or tiny images). ``why`` says what decided, for the line a
     run prints (``torso auto -> small_atari_cnn (84x84x3 uint8 images)``).
     """
-    leaves = tf.nest.flatten(space_nest(observation_space)) if is_nested(observation_space) else [
-        observation_space
-    ]
+    leaves = (
+        tf.nest.flatten(space_nest(observation_space))
+        if is_nested(observation_space)
+        else [observation_space]
+    )
     images = [s for s in leaves if is_image(s)]
     if not images:
         if is_nested(observation_space):

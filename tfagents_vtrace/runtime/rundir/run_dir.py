@@ -252,8 +252,8 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
         raise ValueError(
             f"logdir: {logdir!r} holds a run of agent={old.get('agent')!r} on "
             f"env={old.get('env_id')!r} whose checkpoint this command cannot resume; it differs "
-            f"in {'; '.join(structural)}.{_own_layers_hint(old, structural)} Choose another logdir, or "
-            "overwrite=True (--overwrite)"
+            f"in {'; '.join(structural)}.{_own_layers_hint(old, structural)} Choose another "
+            "logdir, or overwrite=True (--overwrite)"
         )
     changed = _differences(old, new)
     if changed:
