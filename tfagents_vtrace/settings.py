@@ -101,13 +101,15 @@ def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
 
 @dataclasses.dataclass(frozen=True)
 class RunConfigs:
-    """The typed configs of one run and its agent's spec."""
+    """The typed configs of one run and its agent's spec; ``start_lines``: what the run prints
+    on stderr when it starts (e.g. what ``torso="auto"`` resolved to)."""
 
     agent: str
     spec: AgentSpec
     agent_config: Any
     network_config: Any
     run_config: Any
+    start_lines: tuple[str, ...] = ()
 
 
 def setting_names() -> set[str]:
@@ -185,12 +187,20 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
         field, sep, message = str(e).partition(": ")
         name = RUN_NAMES.get(field, field)
         raise ValueError(f"{name}: {message}" if sep else str(e)) from None
+    auto = network_config.torso == "auto"
     network_config = spec.network_config(
         network_config, agent_config, run_config.env_id, run_config.env_kwargs
     )
     if spec.check_run is not None:
         spec.check_run(agent_config, run_config)
-    return RunConfigs(agent, spec, agent_config, network_config, run_config)
+    lines = ()
+    if auto and spec.actor_critic_network:  # the spaces were read (and cached) just now
+        from tfagents_vtrace.envs import env_spaces
+        from tfagents_vtrace.networks.multi_input import auto_torso
+
+        torso, why = auto_torso(env_spaces(run_config.env_id, run_config.env_kwargs).observation)
+        lines = (f"torso auto -> {torso} ({why})",)
+    return RunConfigs(agent, spec, agent_config, network_config, run_config, lines)
 
 
 def check_spaces(agent: str, run_config) -> None:

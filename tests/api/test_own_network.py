@@ -92,11 +92,16 @@ class Frames(gym.Env):
         return self.observation_space.sample(), 0.0, self._t >= 5, False, {}
 
 
-def test_auto_torso_is_resolved_recorded_and_printed(capsys):
-    configs = tv.make_configs("impala", env=Frames)
-    assert configs.network_config.torso == "small_atari_cnn"
-    assert "torso auto -> small_atari_cnn (84x84x3 uint8 images)" in capsys.readouterr().err
-    assert tv.make_configs("impala", env=Frames, torso="mlp").network_config.torso == "mlp"
+def test_auto_torso_is_resolved_recorded_and_printed(tmp_path, capsys):
+    line = "torso auto -> small_atari_cnn (84x84x3 uint8 images)"
+    assert tv.make_configs("impala", env=Frames).start_lines == (line,)
+    assert tv.make_configs("impala", env=Frames, torso="mlp").start_lines == ()
+    logdir = str(tmp_path / "run")
+    tv.train("impala", env=Frames, logdir=logdir, total_steps=32, num_envs=4, unroll_length=4,
+             eval_episodes=1, eval_every=0, cnn_dense_size=8)  # fmt: skip
+    assert line in capsys.readouterr().err.splitlines()
+    network = json.load(open(os.path.join(logdir, "config.json")))["network_config"]
+    assert network["torso"] == "small_atari_cnn"
 
 
 def _shipped_torso(name):

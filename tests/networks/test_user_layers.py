@@ -210,7 +210,12 @@ def test_a_network_with_a_core_of_ones_own_unrolls_as_it_steps(rng):
         (gym.spaces.Box(0, 255, (84, 84), np.uint8), "mlp", "uint8 observations"),
         (VECTOR, "mlp", "float32 observations of shape (3,)"),
         (gym.spaces.Discrete(4), "mlp", "Discrete observations"),
-        (gym.spaces.Dict({"image": GRID, "v": VECTOR}), "minatar_cnn", "in a Dict / Tuple"),
+        (gym.spaces.Dict({"image": GRID, "v": VECTOR}), "mlp", "images in a Dict observation"),
+        (
+            gym.spaces.Tuple((GRID, gym.spaces.Box(0, 255, (40, 36, 3), np.uint8))),
+            "small_atari_cnn",
+            "40x36x3 uint8 images in a Tuple observation",
+        ),
         (gym.spaces.Dict({"v": VECTOR}), "mlp", "Dict observations without uint8 images"),
     ],
 )

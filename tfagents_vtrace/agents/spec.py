@@ -8,7 +8,6 @@ returns it.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable
 
 from tfagents_vtrace.agents.spaces import SUPPORTED_SPACES, AgentSpaces
@@ -82,8 +81,8 @@ class AgentSpec:
     def network_config(self, network_config, config, env_id: str, env_kwargs: dict | None = None):
         """The network config a run of this agent on ``env_id`` made with ``env_kwargs`` uses:
         "auto" activation resolved, and an "auto" torso resolved for the environment's
-        observation space (:func:`~tfagents_vtrace.networks.multi_input.auto_torso`, one line
-        on stderr saying what it chose), so ``config.json`` records what is built.
+        observation space (:func:`~tfagents_vtrace.networks.multi_input.auto_torso`), so
+        ``config.json`` records what is built.
 
         Raises:
           ValueError: ``torso: ...`` / ``core: ...`` for a layer of one's own given to an agent
@@ -107,9 +106,7 @@ class AgentSpec:
         if network_config.torso == "auto":
             from tfagents_vtrace.networks.multi_input import auto_torso
 
-            torso, why = auto_torso(spaces.observation)
-            if self.actor_critic_network:
-                print(f"torso auto -> {torso} ({why})", file=sys.stderr, flush=True)
+            torso, _ = auto_torso(spaces.observation)
             network_config = dataclasses.replace(network_config, torso=torso)
         if self.network_config_for is None:
             return network_config

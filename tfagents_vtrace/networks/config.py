@@ -53,7 +53,8 @@ class NetworkConfig:
     # uint8 grids (MinAtar) enter as 0/1; Discrete observations are one-hot encoded.
     # "auto" (the default) picks by the observation space where the network's spaces are
     # known (networks/multi_input.py auto_torso): small_atari_cnn for uint8 images of at
-    # least 36x36, minatar_cnn for smaller ones down to 3x3 (MinAtar's 10x10 grids), else mlp;
+    # least 36x36 (also as a Dict / Tuple leaf), minatar_cnn for smaller ones down to 3x3
+    # (MinAtar's 10x10 grids; not in a Dict / Tuple), else mlp;
     # a run records and prints the name it resolved to. Or a layer of your own: its import
     # path "package.module:Name" (a keras.layers.Layer subclass, or a function
     # (observation_space) -> layer; networks/user_layers.py, docs/guide/extending.md).

@@ -137,35 +137,37 @@ AUTO_GRID_MIN_SIDE = 3
 def auto_torso(observation_space) -> tuple[str, str]:
     """``(torso, why)``: what ``NetworkConfig.torso="auto"`` means for ``observation_space``.
 
-    A uint8 ``[H, W, C]`` image (:func:`is_image`; for a ``Dict`` / ``Tuple`` space its
-    largest image leaf) gets ``"small_atari_cnn"`` when its smaller side is at least
-    :data:`AUTO_ATARI_MIN_SIDE` (84x84 Atari frames), ``"minatar_cnn"`` when at least
-    :data:`AUTO_GRID_MIN_SIDE` (MinAtar's 10x10 grids); anything else ``"mlp"`` (float
-    vectors, Discrete ids, float or tiny images). ``why`` says what decided, for the line a
-    run prints (``torso auto -> small_atari_cnn (84x84x3 uint8 images)``).
+    A uint8 ``[H, W, C]`` image (:func:`is_image`) gets ``"small_atari_cnn"`` when its smaller
+    side is at least :data:`AUTO_ATARI_MIN_SIDE` (84x84 Atari frames), ``"minatar_cnn"`` when
+    at least :data:`AUTO_GRID_MIN_SIDE` (MinAtar's 10x10 grids). A ``Dict`` / ``Tuple``
+    observation gets ``"small_atari_cnn"`` when one of its image leaves is that large (the
+    multi-input torso then encodes each image leaf with the conv torso that fits it,
+    :func:`conv_torso`), else ``"mlp"`` (its small images flattened, as before "auto").
+    Anything else is ``"mlp"``: float vectors, Discrete ids, float or tiny images. ``why`` says
+    what decided, for the line a run prints (``torso auto -> small_atari_cnn (84x84x3 uint8
+    images)``).
     """
-    leaves = (
-        tf.nest.flatten(space_nest(observation_space))
-        if is_nested(observation_space)
-        else [observation_space]
-    )
+    nested = is_nested(observation_space)
+    leaves = tf.nest.flatten(space_nest(observation_space)) if nested else [observation_space]
     images = [s for s in leaves if is_image(s)]
+    kind = type(observation_space).__name__
     if not images:
-        if is_nested(observation_space):
-            return "mlp", f"{type(observation_space).__name__} observations without uint8 images"
+        if nested:
+            return "mlp", f"{kind} observations without uint8 images"
         shape = getattr(observation_space, "shape", ())
-        dtype = getattr(observation_space, "dtype", None)
-        kind = "Discrete" if isinstance(observation_space, gym.spaces.Discrete) else f"{dtype}"
-        return "mlp", f"{kind} observations of shape {tuple(shape)}"
+        dtype = "Discrete" if kind == "Discrete" else str(getattr(observation_space, "dtype", ""))
+        return "mlp", f"{dtype} observations of shape {tuple(shape)}"
     image = max(images, key=lambda s: min(s.shape[:2]))
     side = min(int(image.shape[0]), int(image.shape[1]))
-    where = " in a Dict / Tuple observation" if is_nested(observation_space) else "s"
-    what = "x".join(str(int(d)) for d in image.shape) + f" uint8 image{where}"
+    what = "x".join(str(int(d)) for d in image.shape) + " uint8 image"
+    what += f"s in a {kind} observation" if nested else "s"
     if side >= AUTO_ATARI_MIN_SIDE:
         return "small_atari_cnn", what
+    if nested:
+        return "mlp", f"{what}, smaller than {AUTO_ATARI_MIN_SIDE}x{AUTO_ATARI_MIN_SIDE}"
     if side >= AUTO_GRID_MIN_SIDE:
         return "minatar_cnn", what
-    return "mlp", what + f" smaller than {AUTO_GRID_MIN_SIDE}x{AUTO_GRID_MIN_SIDE}"
+    return "mlp", f"{what}, smaller than {AUTO_GRID_MIN_SIDE}x{AUTO_GRID_MIN_SIDE}"
 
 
 def preprocess(observation, observation_space):
