@@ -1,5 +1,6 @@
 """The examples under examples/ run as a user runs them (short budgets)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,15 @@ def test_train_from_python_then_play_the_policy(tmp_path):
     out = _run([sys.executable, os.path.join(EXAMPLES, "play_policy.py"),
                 os.path.join(logdir, "policy")], tmp_path)  # fmt: skip
     assert out.strip().startswith("return ")
+
+
+def test_train_with_the_layernorm_torso(tmp_path):
+    logdir = str(tmp_path / "ln")
+    out = _run([sys.executable, os.path.join(EXAMPLES, "layernorm_torso.py"),
+                f"--logdir={logdir}", "--total_steps=2000"], tmp_path)  # fmt: skip
+    assert "greedy return at the end:" in out
+    config = json.load(open(os.path.join(logdir, "config.json")))
+    assert config["network_config"]["torso"] == "layernorm_torso:LayerNormMLP"
 
 
 # make test-long (the suite's time): the README's command-line block runs the same commands.

@@ -20,7 +20,15 @@ import importlib
 
 __version__ = "0.1.0"
 
-_API = ("train", "load_policy", "evaluate", "make_configs", "config_path", "Policy")
+_API = (
+    "train",
+    "load_policy",
+    "evaluate",
+    "make_configs",
+    "make_network",
+    "config_path",
+    "Policy",
+)
 _MODULES = ("callbacks", "sweeps")
 __all__ = ["__version__", *_API, *_MODULES]
 

@@ -22,7 +22,15 @@ from typing import Any
 
 from tfagents_vtrace.export.playing import Policy, evaluate, load_policy
 
-__all__ = ["Policy", "config_path", "evaluate", "load_policy", "make_configs", "train"]
+__all__ = [
+    "Policy",
+    "config_path",
+    "evaluate",
+    "load_policy",
+    "make_configs",
+    "make_network",
+    "train",
+]
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
 # A shipped config's name: a file name of CONFIG_DIR (no separator, not hidden, no "..").
@@ -94,6 +102,31 @@ def make_configs(
     return configs
 
 
+def make_network(
+    agent: str | None = None, env: Any = None, *, flagfile: str | None = None, **settings: Any
+):
+    """The policy network a run of ``agent`` on ``env`` with these settings trains (the same
+    arguments as :func:`train`, no ``logdir``), built for the environment's spaces with fresh
+    weights: a Keras model, so ``tv.make_network(env="CartPole-v1").summary()`` shows its
+    layers, a torso of one's own included.
+
+    Raises:
+      ValueError: as :func:`make_configs`; naming ``agent`` for an agent that builds its own
+        networks (TAAC).
+    """
+    from tfagents_vtrace.envs import env_spaces
+    from tfagents_vtrace.networks import make_network as build
+
+    configs = make_configs(agent, env, flagfile=flagfile, **settings)
+    if not configs.spec.actor_critic_network:
+        raise ValueError(
+            f"agent: {configs.agent!r} builds its own networks, not the actor-critic network"
+        )
+    run = configs.run_config
+    spaces = env_spaces(run.env_id, run.env_kwargs)
+    return build(configs.network_config, spaces.observation, spaces.action)
+
+
 def train(
     agent: str | None = None,
     env: Any = None,
@@ -130,7 +163,10 @@ def train(
       verbose: 1 shows the progress line and the start lines (today's output); 0 neither
         (warnings and errors still show).
       **settings: any setting by its flag's name (``total_steps``, ``seed``, ``num_envs``,
-        ``learning_rate``, ``hidden_sizes``...), validated as the flags are.
+        ``learning_rate``, ``hidden_sizes``...), validated as the flags are. ``torso`` and
+        ``core`` also take a layer of your own: a ``keras.layers.Layer`` subclass (an RNN
+        cell for ``core``), a function ``(observation_space) -> layer``, or its path
+        ``"package.module:Name"`` (docs/guide/extending.md).
 
     Raises:
       ValueError: a bad setting, an environment or space the agent does not take, a refused

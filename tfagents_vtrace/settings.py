@@ -5,7 +5,10 @@ environment layer's, which makes ``RunConfig.env_kwargs``) or the agent's ``Conf
 its command-line flag (``env_id`` is ``env``, ``export_policy`` is ``export``). Values may be
 Python values or the text a flagfile holds (``"64,64"``, ``"none"``, ``"true"``): text is parsed
 by the field's type, then the dataclasses validate as they do for the command line, so a bad
-value raises ``ValueError`` naming the setting.
+value raises ``ValueError`` naming the setting. ``torso`` and ``core`` also take a layer of
+one's own, its class or function or its path ``"package.module:Name"`` (whose module is
+imported: the user named it), recorded as the path
+(:func:`tfagents_vtrace.networks.user_layers.resolve`).
 
 A renamed setting's old name (:data:`DEPRECATED_NAMES`) is still read, with a one-line
 warning, wherever a name is read: the command line, a flagfile, the Python API's keywords and
@@ -113,13 +116,15 @@ def read_flagfile(path: str | os.PathLike) -> dict[str, str]:
 
 @dataclasses.dataclass(frozen=True)
 class RunConfigs:
-    """The typed configs of one run and its agent's spec."""
+    """The typed configs of one run and its agent's spec; ``start_lines``: what the run prints
+    on stderr when it starts (e.g. what ``torso="auto"`` resolved to)."""
 
     agent: str
     spec: AgentSpec
     agent_config: Any
     network_config: Any
     run_config: Any
+    start_lines: tuple[str, ...] = ()
 
 
 def setting_names() -> set[str]:
@@ -159,7 +164,7 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
     """
     from tfagents_vtrace.agents import get_agent
     from tfagents_vtrace.envs.family import EnvFamilyConfig
-    from tfagents_vtrace.networks import NetworkConfig
+    from tfagents_vtrace.networks import NetworkConfig, user_layers
     from tfagents_vtrace.runtime.config import RunConfig
 
     spec = get_agent(agent)
@@ -182,6 +187,8 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
                 )
             raise ValueError(f"{name}: not a setting (see the flags of tfv-train)")
         cls, field, hint = fields[name]
+        if name in user_layers.KINDS:  # a layer of one's own: its class, function or path
+            value = user_layers.resolve(value, name)
         kwargs[cls][field] = _coerce(name, hint, value)
     try:
         run_config = RunConfig(**kwargs[RunConfig])
@@ -195,12 +202,20 @@ def build_configs(agent: str, settings: dict[str, Any], agent_label: str = "") -
         field, sep, message = str(e).partition(": ")
         name = RUN_NAMES.get(field, field)
         raise ValueError(f"{name}: {message}" if sep else str(e)) from None
+    auto = network_config.torso == "auto"
     network_config = spec.network_config(
         network_config, agent_config, run_config.env_id, run_config.env_kwargs
     )
     if spec.check_run is not None:
         spec.check_run(agent_config, run_config)
-    return RunConfigs(agent, spec, agent_config, network_config, run_config)
+    lines = ()
+    if auto and spec.actor_critic_network:  # the spaces were read (and cached) just now
+        from tfagents_vtrace.envs import env_spaces
+        from tfagents_vtrace.networks.multi_input import auto_torso
+
+        torso, why = auto_torso(env_spaces(run_config.env_id, run_config.env_kwargs).observation)
+        lines = (f"torso auto -> {torso} ({why})",)
+    return RunConfigs(agent, spec, agent_config, network_config, run_config, lines)
 
 
 def check_spaces(agent: str, run_config) -> None:

@@ -19,7 +19,9 @@ def test_numpy_policy_matches_the_network_on_uint8_observations(high, rng):
     space = gym.spaces.Box(0, high, (10, 10, 4), np.uint8)
     tf.keras.utils.set_random_seed(0)
     net = make_network(
-        NetworkConfig(hidden_sizes=(16, 16), activation="relu", value_hidden_sizes=(8,)),
+        NetworkConfig(
+            torso="mlp", hidden_sizes=(16, 16), activation="relu", value_hidden_sizes=(8,)
+        ),
         space,
         gym.spaces.Discrete(3),
     )

@@ -49,6 +49,9 @@ class AgentSpec:
       spaces: the observation and action spaces it takes (what the space check reads); the
         built-in agents' default to their row of ``spaces.SUPPORTED_SPACES``, an agent of
         one's own declares them.
+      actor_critic_network: its policy is the shared ``ActorCriticNetwork`` of the
+        ``NetworkConfig`` (IMPALA, A2C, A3C, ACER); False for an agent that builds its own
+        networks (TAAC), which then refuses a torso or core of one's own.
     """
 
     name: str
@@ -59,6 +62,7 @@ class AgentSpec:
     check_run: Callable | None = None
     activation: str = "tanh"
     spaces: AgentSpaces | None = None
+    actor_critic_network: bool = True
 
     def __post_init__(self) -> None:
         if not callable(self.run_agent):
@@ -75,12 +79,35 @@ class AgentSpec:
             object.__setattr__(self, "spaces", SUPPORTED_SPACES[self.name])
 
     def network_config(self, network_config, config, env_id: str, env_kwargs: dict | None = None):
-        """The network config a run of this agent on ``env_id`` made with ``env_kwargs`` uses
-        ("auto" activation resolved)."""
+        """The network config a run of this agent on ``env_id`` made with ``env_kwargs`` uses:
+        "auto" activation resolved, and an "auto" torso resolved for the environment's
+        observation space (:func:`~tfagents_vtrace.networks.multi_input.auto_torso`), so
+        ``config.json`` records what is built.
+
+        Raises:
+          ValueError: ``torso: ...`` / ``core: ...`` for a layer of one's own given to an agent
+            that builds its own networks (TAAC).
+        """
         if network_config.activation == "auto":
             network_config = dataclasses.replace(network_config, activation=self.activation)
-        if self.network_config_for is None:
+        if not self.actor_critic_network:
+            for name in ("torso", "core"):
+                value = getattr(network_config, name)
+                if isinstance(value, str) and ":" in value:
+                    raise ValueError(
+                        f"{name}: agent {self.name!r} builds its own networks and does not take "
+                        f"a {name} of your own ({value!r}); use impala, a2c, a3c or acer"
+                    )
+        if self.network_config_for is None and network_config.torso != "auto":
             return network_config
         from tfagents_vtrace.envs import env_spaces
 
-        return self.network_config_for(network_config, config, env_spaces(env_id, env_kwargs))
+        spaces = env_spaces(env_id, env_kwargs)
+        if network_config.torso == "auto":
+            from tfagents_vtrace.networks.multi_input import auto_torso
+
+            torso, _ = auto_torso(spaces.observation)
+            network_config = dataclasses.replace(network_config, torso=torso)
+        if self.network_config_for is None:
+            return network_config
+        return self.network_config_for(network_config, config, spaces)

@@ -22,6 +22,10 @@ process, a file against a SavedModel of the policy it was traced from (for TAAC,
 ``greedy_action`` with ``epsilon_greedy=0``, as the file's). One JSON line reports the max
 abs differences; a failed check exits with code 1.
 
+A run whose network has a torso or core of one's own (``config.json`` names its import path)
+needs ``--torso=package.module:Name`` / ``--core=...`` naming the same one: the module is
+imported because the flag names it, never because the run directory does.
+
 A run directory without config or checkpoint, or whose env id is not a registered gymnasium
 id (``config.json`` is data: a ``module:`` prefix, which gymnasium would import, is refused),
 a PATH that may not be written, or a format whose extra is not installed, ends with one line
@@ -59,6 +63,13 @@ def define_flags() -> None:
         "The run's environment when it is your own: 'package.module:Env-v0' imports the "
         "module that registers it (an id read from config.json never imports code).",
     )
+    for name, what in (("torso", "torso"), ("core", "recurrent core")):
+        flags.DEFINE_string(
+            name,
+            None,
+            f"The run's {what} when it is a layer of your own: 'package.module:Name' imports "
+            "the module (config.json names it but never imports code); required for such a run.",
+        )
     flags.DEFINE_string(
         "output",
         None,
@@ -179,6 +190,7 @@ def main(argv) -> None:
         config = read_config(FLAGS.logdir)
     if FLAGS.env and config.get("env_id") != named:
         raise FlagError("env", f"{FLAGS.env} is not the run's environment {config['env_id']!r}")
+    _own_layers(config)
     with flag_error_from("logdir", ValueError):
         env_id = read_env_id(config, FLAGS.logdir)
         env_kwargs = read_env_kwargs(config, env_id)
@@ -198,6 +210,31 @@ def main(argv) -> None:
             _report(artefacts.check(policy, path, fmt, env, steps=FLAGS.check_steps))
         finally:
             env.close()
+
+
+def _own_layers(config: dict) -> None:
+    """Resolves ``--torso`` / ``--core`` (their modules imported: the user named them) and
+    checks them against the run's ``config.json``; FlagError naming the flag when the run's
+    network names a layer of one's own that the flag does not give, or the flag names
+    another one."""
+    from tfagents_vtrace.networks import user_layers
+
+    network = config.get("network_config") or {}
+    for name in user_layers.KINDS:
+        given, recorded = FLAGS[name].value, network.get(name)
+        if given:
+            try:
+                given = user_layers.resolve(given, name)
+            except ValueError as e:
+                raise FlagError(name, str(e).partition(": ")[2]) from None
+            if given != recorded:
+                raise FlagError(name, f"{given} is not the run's {name} {recorded!r}")
+        elif user_layers.is_user_path(recorded):
+            raise FlagError(
+                name,
+                f"the run's network uses {recorded!r}, a layer of your own, and a run directory "
+                f"never imports code: pass --{name}={recorded}",
+            )
 
 
 def _report(report) -> None:

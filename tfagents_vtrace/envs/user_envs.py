@@ -17,11 +17,12 @@ so :func:`resolve_env` turns what a user passes into one:
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Any
 
 import gymnasium as gym
+
+from tfagents_vtrace.utils.user_code import import_module_named, split_path
 
 USER_NAMESPACE = "user"
 _UNSAFE = re.compile(r"[^\w.-]+")
@@ -72,16 +73,8 @@ def _resolve_id(env_id: str, name: str) -> str:
     import tfagents_vtrace.envs  # noqa: F401 - registers the project's ids
 
     if ":" in env_id:
-        module, _, env_id = env_id.partition(":")
-        if not module or not env_id:
-            raise ValueError(f"{name}: expected 'package.module:Env-v0', received {env_id!r}")
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            hint = ""  # the module itself not found, not one it imports
-            if e.name is not None and (module == e.name or module.startswith(e.name + ".")):
-                hint = "; put the directory that holds it on PYTHONPATH"
-            raise ValueError(f"{name}: cannot import {module!r} ({e}){hint}") from None
+        module, env_id = split_path(env_id, name, "package.module:Env-v0")
+        import_module_named(module, name)
         if env_id not in gym.registry:
             raise ValueError(
                 f"{name}: importing {module!r} registered no environment {env_id!r} "

@@ -16,7 +16,7 @@ from tfagents_vtrace.networks.actor_critic import (
     make_network,
 )
 from tfagents_vtrace.networks.config import NetworkConfig
-from tfagents_vtrace.networks.core import LSTMCore, reset_where_first
+from tfagents_vtrace.networks.core import CellCore, LSTMCore, reset_where_first
 from tfagents_vtrace.networks.distributions import greedy_action, make_distribution
 from tfagents_vtrace.networks.heads import (
     BernoulliHead,
@@ -40,6 +40,7 @@ from tfagents_vtrace.networks.torsos import (
 __all__ = [
     "ActorCriticNetwork",
     "BernoulliHead",
+    "CellCore",
     "CategoricalHead",
     "DiscreteQHead",
     "GaussianHead",

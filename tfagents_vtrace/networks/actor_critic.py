@@ -18,6 +18,14 @@ or None, state a tuple of float32 ``[B, k]`` (``()`` when feed-forward). Gradien
 every weight; inputs receive none. A Dict observation's ``action_mask`` entry masks the
 policy's logits and is no input of the torso (``action_masks.py``).
 
+A torso of one's own (``NetworkConfig.torso="package.module:Name"``,
+:mod:`~tfagents_vtrace.networks.user_layers`) receives the observation preprocessed
+(:func:`~tfagents_vtrace.networks.multi_input.preprocess`: float32, uint8 scaled, Discrete
+one-hot, a Dict / Tuple as the nest of such leaves) and returns ``[N, features]``; a core of
+one's own is a Keras RNN cell run by :class:`~tfagents_vtrace.networks.core.CellCore`. A
+config's ``torso="auto"`` is resolved for the observation space here when a run has not
+resolved it already (:func:`~tfagents_vtrace.networks.multi_input.auto_torso`).
+
 ACER's unshared models (Wang et al. 2016, https://arxiv.org/abs/1611.01224; chainerrl's
 ``ACERSeparateModel`` / ``ACERSDNSeparateModel``): ``q_hidden_sizes`` gives the Q head (or
 the SDN's V) an MLP of its own on the observation, and the SDN's advantage A(s, a) then
@@ -41,10 +49,16 @@ from tfagents_vtrace.networks import (
     multi_input,
     normalization,
     torsos,
+    user_layers,
 )
-from tfagents_vtrace.networks.action_masks import MASK_KEY, check_mask_spaces, mask_policy
-from tfagents_vtrace.networks.config import NetworkConfig
-from tfagents_vtrace.networks.core import LSTMCore
+from tfagents_vtrace.networks.action_masks import (
+    MASK_KEY,
+    check_mask_spaces,
+    mask_policy,
+    without_mask,
+)
+from tfagents_vtrace.networks.config import CONV_TORSOS, NetworkConfig
+from tfagents_vtrace.networks.core import CellCore, LSTMCore
 from tfagents_vtrace.networks.precision import compute_dtype_choice
 
 NetInputs = collections.namedtuple(
@@ -81,13 +95,18 @@ class ActorCriticNetwork(keras.Model):
 
     def __init__(self, config: NetworkConfig, observation_space, action_space, **kw):
         super().__init__(**kw)
+        if config.torso == "auto":  # a config made outside a run (a run records the name)
+            torso, _ = multi_input.auto_torso(observation_space)
+            config = dataclasses.replace(config, torso=torso)
         self.config = config
         self.observation_space = observation_space
         self.action_space = action_space
         self._setup_spaces(config, observation_space, action_space)
+        # A torso of one's own receives the preprocessed observation (_features).
+        self.user_torso = user_layers.is_user_path(config.torso)
         # The conv torsos' arithmetic on this machine ("auto" resolved once, here) and why.
-        self.cnn_compute_dtype, self.cnn_compute_dtype_reason = "float32", "MLP torso"
-        if config.torso != "mlp":
+        self.cnn_compute_dtype, self.cnn_compute_dtype_reason = "float32", "not a conv torso"
+        if config.torso in CONV_TORSOS:
             self.cnn_compute_dtype, self.cnn_compute_dtype_reason = compute_dtype_choice(
                 config.cnn_compute_dtype
             )
@@ -98,6 +117,8 @@ class ActorCriticNetwork(keras.Model):
         self.core = None
         if config.core == "lstm":
             self.core = LSTMCore(config.lstm_size, config.use_time_step, config.time_step_scale)
+        elif user_layers.is_user_path(config.core):
+            self.core = CellCore(user_layers.build(config.core, observation_space, "core"))
         n_out = self.num_actions if self.is_discrete else self.action_dim
         if self.policy_kind == "categorical":
             self.policy_head = heads.CategoricalHead(n_out, config.policy_init_scale)
@@ -245,6 +266,8 @@ class ActorCriticNetwork(keras.Model):
                 self.observation_normalizers[str(i)].update(x)
 
     def _make_torso(self, config: NetworkConfig) -> keras.layers.Layer:
+        if user_layers.is_user_path(config.torso):  # the action mask is no input of it
+            return user_layers.build(config.torso, without_mask(self.observation_space), "torso")
         if self.nested_observation:
             return multi_input.MultiInputTorso(self.observation_space, config, config.hidden_sizes)
         rank = len(self.observation_spec.shape)
@@ -328,7 +351,7 @@ class ActorCriticNetwork(keras.Model):
         used only by the stochastic dueling head (q = Q~(s, actions), else q is None)."""
         inputs = self._check_inputs(inputs, state, ["B"])
         observation = self.normalize_observation(inputs.observation)
-        x = self._core_input(self.torso(observation), inputs)
+        x = self._core_input(self._features(observation), inputs)
         new_state = ()
         if self.core is not None:
             x, new_state = self.core.step(x, inputs.first, tuple(state))
@@ -344,7 +367,7 @@ class ActorCriticNetwork(keras.Model):
         obs = self.normalize_observation(tf.nest.map_structure(_merge_time, inputs.observation))
         lead = tf.shape(tf.nest.flatten(inputs.observation)[0])
         t, b = lead[0], lead[1]
-        feats = _split_time(self.torso(obs), t, b)
+        feats = _split_time(self._features(obs), t, b)
         x = self._core_input(feats, inputs)
         new_state = ()
         if self.core is not None:
@@ -395,6 +418,23 @@ class ActorCriticNetwork(keras.Model):
                 f"{list(self.state_sizes)}, got last dims {sizes}"
             )
         return inputs
+
+    def _features(self, observation) -> tf.Tensor:
+        """The torso's ``[N, F]`` float32 features of ``[N, ...]`` observations. A torso of
+        one's own receives them preprocessed (``multi_input.preprocess``: float32, uint8
+        scaled, Discrete one-hot, a Dict / Tuple as the nest of such leaves) and must return
+        ``[N, F]``."""
+        if not self.user_torso:
+            return self.torso(observation)
+        features = self.torso(
+            multi_input.preprocess(without_mask(observation), without_mask(self.observation_space))
+        )
+        if not isinstance(features, tf.Tensor) or features.shape.rank != 2:
+            got = getattr(features, "shape", type(features).__name__)
+            raise ValueError(
+                f"torso: {self.config.torso!r} must return one [N, features] tensor, returned {got}"
+            )
+        return tf.cast(features, tf.float32)
 
     def _core_input(self, features: tf.Tensor, inputs: NetInputs) -> tf.Tensor:
         """Concatenates the (first-masked) previous action and reward to ``[..., F]``."""

@@ -20,12 +20,19 @@ from tfagents_vtrace.utils.validation import check_positive as _check_positive
 
 CNN_INITS = ("glorot", "orthogonal")
 TORSOS = ("mlp", "nature_cnn", "small_atari_cnn", "universe_cnn", "minatar_cnn", "impala_resnet")
+# The built-in conv torsos (cnn_init and cnn_compute_dtype apply to these).
+CONV_TORSOS = tuple(t for t in TORSOS if t != "mlp")
 CORES = (None, "lstm")
 POLICY_HEADS = ("auto", "categorical", "gaussian", "tanh_gaussian")
 GAUSSIAN_STDS = ("state", "global")
 Q_HEADS = (None, "discrete", "stochastic_dueling")
 # The default separate value network (see NetworkConfig.value_hidden_sizes).
 DEFAULT_VALUE_HIDDEN_SIZES = (64, 64)
+
+
+def _is_path(value) -> bool:
+    """An import path ``"package.module:Name"`` of a layer of one's own (not a built-in name)."""
+    return isinstance(value, str) and ":" in value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +51,14 @@ class NetworkConfig:
     # stages 16/32/32 of conv + max-pool + 2 residual blocks, then dense `cnn_dense_size` or
     # 256). uint8 images (values up to 255) are scaled to [0, 1] inside every torso, 0/1
     # uint8 grids (MinAtar) enter as 0/1; Discrete observations are one-hot encoded.
-    torso: str = "mlp"
+    # "auto" (the default) picks by the observation space where the network's spaces are
+    # known (networks/multi_input.py auto_torso): small_atari_cnn for uint8 images of at
+    # least 36x36 (also as a Dict / Tuple leaf), minatar_cnn for smaller ones down to 3x3
+    # (MinAtar's 10x10 grids; not in a Dict / Tuple), else mlp;
+    # a run records and prints the name it resolved to. Or a layer of your own: its import
+    # path "package.module:Name" (a keras.layers.Layer subclass, or a function
+    # (observation_space) -> layer; networks/user_layers.py, docs/guide/extending.md).
+    torso: str = "auto"
     # Hidden layer sizes of the MLP torso (ignored by the CNN torsos), and of the dense layers
     # after the concatenated per-key codes of a Dict / Tuple observation (every torso).
     hidden_sizes: tuple[int, ...] = (64, 64)
@@ -54,7 +68,7 @@ class NetworkConfig:
     # collapse a continuous-action policy to one action, docs/defaults.md). Feed-forward
     # networks with the plain value head only (core=None, q_head=None). The default (64, 64)
     # applies to the MLP torso of those and means None (shared) for any other network: a
-    # conv torso, a core or a Q head.
+    # conv torso, a torso of your own, a core or a Q head.
     value_hidden_sizes: tuple[int, ...] | None = DEFAULT_VALUE_HIDDEN_SIZES
     # Activation of the MLP torso layers and of the dense layers after a Dict / Tuple
     # observation's codes (any Keras activation name; CNNs use relu), or "auto": the agent's
@@ -85,7 +99,9 @@ class NetworkConfig:
     # updated by the learner from the observations of the unrolls it trains on and frozen
     # in evaluation. For observations in the thousands or of very different scales.
     normalize_observations: bool = False
-    # Recurrent core: None (feed-forward, state is ()) or "lstm".
+    # Recurrent core: None (feed-forward, state is ()), "lstm", or a Keras RNN cell of your
+    # own by its import path "package.module:Name" (networks/user_layers.py; reset to zeros
+    # where an episode starts, as the LSTM).
     core: str | None = None
     # Number of LSTM units.
     lstm_size: int = 128
@@ -135,14 +151,18 @@ class NetworkConfig:
         return "tanh" if self.activation == "auto" else self.activation
 
     def __post_init__(self):
-        _check_choice("torso", self.torso, TORSOS)
-        _check_choice("core", self.core, CORES)
+        if not _is_path(self.torso):  # a path: the layer is checked where it is resolved
+            _check_choice("torso", self.torso, ("auto", *TORSOS))
+        if not _is_path(self.core):
+            _check_choice("core", self.core, CORES)
         _check_choice("cnn_init", self.cnn_init, CNN_INITS)
         _check_choice("cnn_compute_dtype", self.cnn_compute_dtype, CNN_COMPUTE_DTYPES)
-        conv = tuple(t for t in TORSOS if t != "mlp")  # every conv torso implements both
+        conv = CONV_TORSOS  # every conv torso implements both
         # float32 and auto are what an MLP torso computes (an older config.json holds float32)
         allowed = {"cnn_init": ("glorot",), "cnn_compute_dtype": ("auto", "float32")}
         for name, values in allowed.items():
+            if self.torso == "auto":
+                break  # checked again once resolved
             if getattr(self, name) not in values and self.torso not in conv:
                 raise ValueError(
                     f"NetworkConfig.{name}={getattr(self, name)!r} applies to the torsos "
@@ -158,7 +178,9 @@ class NetworkConfig:
             _check_positive("hidden_sizes", h)
         if self.value_hidden_sizes is not None:
             sizes = tuple(int(h) for h in self.value_hidden_sizes)
-            feed_forward_mlp = self.torso == "mlp" and self.core is None and self.q_head is None
+            # "auto" keeps the default until it is resolved (the config is made again then)
+            mlp = self.torso in ("mlp", "auto")
+            feed_forward_mlp = mlp and self.core is None and self.q_head is None
             if sizes == DEFAULT_VALUE_HIDDEN_SIZES and not feed_forward_mlp:
                 sizes = None  # the default: the value shares the torso of these networks
             object.__setattr__(self, "value_hidden_sizes", sizes)
@@ -196,8 +218,23 @@ class NetworkConfig:
             )
         _check_positive("policy_init_scale", self.policy_init_scale)
         _check_positive("sdn_num_samples", self.sdn_num_samples)
-        if self.use_time_step and self.core is None:
-            raise ValueError("NetworkConfig.use_time_step=True requires core='lstm', got None")
+        if self.use_time_step and self.core != "lstm":
+            raise ValueError(
+                f"NetworkConfig.use_time_step=True requires core='lstm', got {self.core!r}"
+            )
+
+    def __reduce__(self):
+        """Pickles as ``to_dict`` plus the registered objects of a torso or core of one's own,
+        which pickle by reference (module and name): the config rebuilds them in another
+        process of the same run (a Ray actor) without a run directory importing anything."""
+        from tfagents_vtrace.networks import user_layers
+
+        objects = {
+            path: user_layers.registered(path)
+            for path in (self.torso, self.core)
+            if _is_path(path) and user_layers.registered(path) is not None
+        }
+        return _unpickle, (self.to_dict(), objects)
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (tuples become lists); inverse of ``from_dict``."""
@@ -213,3 +250,12 @@ class NetworkConfig:
         if unknown:
             raise ValueError(f"NetworkConfig.from_dict: unknown fields {unknown}")
         return cls(**d)
+
+
+def _unpickle(data: dict, objects: dict) -> NetworkConfig:
+    """The config :meth:`NetworkConfig.__reduce__` pickled, its user objects registered."""
+    from tfagents_vtrace.networks import user_layers
+
+    for path, obj in objects.items():
+        user_layers.register(path, obj)
+    return NetworkConfig.from_dict(data)

@@ -16,6 +16,9 @@ Recursion, for each step t and batch entry b::
 ``unroll`` runs that recursion with ``tf.scan`` (a while loop: T may be dynamic, and it
 compiles under XLA) on the cell's own weights, with the input projection of all T steps
 hoisted out of the loop; stepping T times equals one unroll (tested).
+
+:class:`CellCore` runs a Keras RNN cell of one's own (``NetworkConfig.core=
+"package.module:Name"``) under the same contract: zero initial state, reset where ``first``.
 """
 
 from __future__ import annotations
@@ -118,3 +121,92 @@ class LSTMCore(keras.layers.Layer):
 
         states = tf.scan(body, (xw, first), initializer=state)
         return states[0], tuple(s[-1] for s in states)
+
+
+class CellCore(keras.layers.Layer):
+    """A Keras RNN cell of one's own (``NetworkConfig.core="package.module:Name"``) as the
+    network's core, with the LSTM core's contract: zeros as the initial state, reset to
+    zeros where ``first``, a step and a ``[T, B]`` unroll (a ``tf.while_loop`` of steps).
+
+    The cell (``keras.layers.LSTMCell`` / ``GRUCell``-like) gives ``state_size``, an int or a
+    list of ints (one float32 ``[B, k]`` state tensor each), and ``call(x, states) -> (y,
+    new_states)`` with ``x`` ``[B, F]`` (the torso's features, with the previous action and
+    reward when ``use_prev_action`` / ``use_prev_reward``), ``states`` the list of state
+    tensors, ``y`` ``[B, H]`` and ``new_states`` the same shapes as ``states`` (a list, or one
+    tensor for a one-tensor state).
+    """
+
+    def __init__(self, cell: keras.layers.Layer, **kw):
+        super().__init__(**kw)
+        self.cell = cell
+        size = getattr(cell, "state_size", None)
+        sizes = [size] if isinstance(size, int) else list(size) if size is not None else None
+        if not sizes or not all(isinstance(k, int) and k > 0 for k in sizes):
+            raise ValueError(
+                f"core: {type(cell).__name__}.state_size must be an int or a list of ints "
+                f"(one [B, k] state tensor each), got {size!r}"
+            )
+        self._state_sizes = tuple(sizes)
+
+    @property
+    def state_sizes(self) -> tuple[int, ...]:
+        """Last-dimension size of each state tensor (the cell's ``state_size``)."""
+        return self._state_sizes
+
+    def build(self, input_shape):
+        """Builds the cell for inputs ``[..., F]``."""
+        if not self.cell.built:
+            self.cell.build((None, int(input_shape[-1])))
+        self.built = True
+
+    def initial_state(self, batch_size) -> tuple[tf.Tensor, ...]:
+        """Zero state: tuple of float32 ``[batch_size, size]`` for size in ``state_sizes``."""
+        return tuple(tf.zeros([batch_size, n], tf.float32) for n in self.state_sizes)
+
+    def step(
+        self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
+    ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
+        """One step: x ``[B, F]``, first ``[B]`` bool, state -> (y ``[B, H]``, new state)."""
+        if not self.built:
+            self.build(x.shape)
+        state = reset_where_first(tuple(state), first)
+        y, new_state = self.cell(x, list(state))
+        new_state = tuple(tf.cast(s, tf.float32) for s in tf.nest.flatten(new_state))
+        if len(new_state) != len(state) or any(
+            s.shape.rank != 2 or (s.shape[-1] is not None and s.shape[-1] != k)
+            for s, k in zip(new_state, self.state_sizes)
+        ):
+            raise ValueError(
+                f"core: {type(self.cell).__name__} returned states of shapes "
+                f"{[s.shape.as_list() for s in new_state]}, expected [B, k] for k in "
+                f"{list(self.state_sizes)} (its state_size)"
+            )
+        if y.shape.rank != 2:
+            raise ValueError(
+                f"core: {type(self.cell).__name__} returned an output of shape "
+                f"{y.shape.as_list()}, expected [B, units]"
+            )
+        return tf.cast(y, tf.float32), new_state
+
+    def call(self, x, first, state):
+        return self.step(x, first, state)
+
+    def unroll(
+        self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
+    ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
+        """Unroll over time: x ``[T, B, F]``, first ``[T, B]`` -> (y ``[T, B, H]``, final
+        state); ``step`` T times (T >= 1), gradients through the whole unroll (cut at resets)."""
+        state = tuple(tf.convert_to_tensor(s) for s in state)
+        if not self.built:
+            self.build(x.shape)
+        steps = tf.shape(x)[0]
+        outputs = tf.TensorArray(tf.float32, size=steps)
+
+        def body(t, outputs, state):
+            y, state = self.step(x[t], first[t], state)
+            return t + 1, outputs.write(t, y), state
+
+        _, outputs, state = tf.while_loop(
+            lambda t, *_: t < steps, body, (tf.constant(0), outputs, state)
+        )
+        return outputs.stack(), state

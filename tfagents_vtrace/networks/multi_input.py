@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.networks import action_masks, torsos
-from tfagents_vtrace.networks.config import NetworkConfig
+from tfagents_vtrace.networks.config import CONV_TORSOS, NetworkConfig
 
 NESTED_SPACES = (gym.spaces.Dict, gym.spaces.Tuple)
 
@@ -145,6 +145,68 @@ def conv_torso(config: NetworkConfig, shape, input_scale: float) -> keras.layers
     return torsos.MinAtarCNN(dense_size=size, input_scale=input_scale, **conv)
 
 
+# "auto" torso: the smallest side of a uint8 image from which the Atari CNN is chosen (the
+# Nature CNN's smallest input; the DQN 2013 / A3C network, a third of its work, is the one the
+# shipped Pong config trains with), and from which the MinAtar grid CNN is (its 3x3 kernel).
+AUTO_ATARI_MIN_SIDE = 36
+AUTO_GRID_MIN_SIDE = 3
+
+
+def auto_torso(observation_space) -> tuple[str, str]:
+    """``(torso, why)``: what ``NetworkConfig.torso="auto"`` means for ``observation_space``.
+
+    A uint8 ``[H, W, C]`` image (:func:`is_image`) gets ``"small_atari_cnn"`` when its smaller
+    side is at least :data:`AUTO_ATARI_MIN_SIDE` (84x84 Atari frames), ``"minatar_cnn"`` when
+    at least :data:`AUTO_GRID_MIN_SIDE` (MinAtar's 10x10 grids). A ``Dict`` / ``Tuple``
+    observation gets ``"small_atari_cnn"`` when one of its image leaves is that large (the
+    multi-input torso then encodes each image leaf with the conv torso that fits it,
+    :func:`conv_torso`), else ``"mlp"`` (its small images flattened, as before "auto").
+    Anything else is ``"mlp"``: float vectors, Discrete ids, float or tiny images. ``why`` says
+    what decided, for the line a run prints (``torso auto -> small_atari_cnn (84x84x3 uint8
+    images)``).
+    """
+    nested = is_nested(observation_space)
+    leaves = tf.nest.flatten(space_nest(observation_space)) if nested else [observation_space]
+    images = [s for s in leaves if is_image(s)]
+    kind = type(observation_space).__name__
+    if not images:
+        if nested:
+            return "mlp", f"{kind} observations without uint8 images"
+        shape = getattr(observation_space, "shape", ())
+        dtype = "Discrete" if kind == "Discrete" else str(getattr(observation_space, "dtype", ""))
+        return "mlp", f"{dtype} observations of shape {tuple(shape)}"
+    image = max(images, key=lambda s: min(s.shape[:2]))
+    side = min(int(image.shape[0]), int(image.shape[1]))
+    what = "x".join(str(int(d)) for d in image.shape) + " uint8 image"
+    what += f"s in a {kind} observation" if nested else "s"
+    if side >= AUTO_ATARI_MIN_SIDE:
+        return "small_atari_cnn", what
+    if nested:
+        return "mlp", f"{what}, smaller than {AUTO_ATARI_MIN_SIDE}x{AUTO_ATARI_MIN_SIDE}"
+    if side >= AUTO_GRID_MIN_SIDE:
+        return "minatar_cnn", what
+    return "mlp", f"{what}, smaller than {AUTO_GRID_MIN_SIDE}x{AUTO_GRID_MIN_SIDE}"
+
+
+def preprocess(observation, observation_space):
+    """The observation as a torso of one's own receives it: each leaf float32, uint8 scaled
+    as the built-in torsos scale it (:func:`~tfagents_vtrace.networks.torsos.input_scale_for`:
+    1/255 for 0-255 images, 1 for 0/1 grids), Discrete ids one-hot; a ``Dict`` / ``Tuple``
+    observation stays the dict / tuple of its leaves so processed."""
+
+    def leaf(x, space):
+        if isinstance(space, gym.spaces.Discrete):
+            return torsos.preprocess_observation(x, int(space.n))
+        return torsos.preprocess_observation(x, input_scale=torsos.input_scale_for(space))
+
+    if not is_nested(observation_space):
+        return leaf(observation, observation_space)
+    structure = space_nest(observation_space)
+    spaces = tf.nest.flatten(structure)
+    leaves = [leaf(x, s) for x, s in zip(tf.nest.flatten(observation), spaces)]
+    return tf.nest.pack_sequence_as(structure, leaves)
+
+
 class MultiInputTorso(keras.layers.Layer):
     """One encoder per leaf of a ``Dict`` / ``Tuple`` observation, concatenated, then dense
     layers (module docstring): a nest of ``[N, ...]`` leaves -> ``[N, hidden_sizes[-1]]``
@@ -169,7 +231,7 @@ class MultiInputTorso(keras.layers.Layer):
         super().__init__(**kw)
         # The action mask is no feature (networks/action_masks.py): its leaf is left out.
         self.structure = space_nest(action_masks.without_mask(observation_space))
-        conv = use_conv and config.torso != "mlp"
+        conv = use_conv and config.torso in CONV_TORSOS
         self.encoders = []
         for space in tf.nest.flatten(self.structure):
             scale = 1.0 if isinstance(space, gym.spaces.Discrete) else torsos.input_scale_for(space)

@@ -147,10 +147,11 @@ def setting_variables(items: dict) -> list[tuple]:
 def print_compute_dtype(network_config) -> None:
     """The start line ``cnn compute dtype: bfloat16 (auto: CPU has amx_bf16)`` on stderr,
     for a network with a conv torso ("auto" resolved for this machine, as the network was)."""
+    from tfagents_vtrace.networks.config import CONV_TORSOS
     from tfagents_vtrace.networks.precision import compute_dtype_choice
 
     value = getattr(network_config, "cnn_compute_dtype", None)
-    if value is None or getattr(network_config, "torso", "mlp") == "mlp":
+    if value is None or getattr(network_config, "torso", "mlp") not in CONV_TORSOS:
         return
     dtype, why = compute_dtype_choice(value)
     print(f"cnn compute dtype: {dtype} ({why})", file=sys.stderr, flush=True)

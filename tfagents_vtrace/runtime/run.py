@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 import time
 
@@ -115,6 +116,8 @@ def run(
                 with writing("run directory", logdir):
                     lock.acquire()  # before anything in the directory is checked or written
                 run_dir.prepare_logdir(logdir, config, overwrite=overwrite)
+            for line in getattr(configs, "start_lines", ()):  # e.g. what torso="auto" chose
+                print(line, file=sys.stderr, flush=True)
             final = train(
                 configs.run_config,
                 configs.spec,

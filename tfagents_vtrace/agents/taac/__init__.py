@@ -23,6 +23,7 @@ SPEC = AgentSpec(
     TaacAgent,
     restore_policy=restore_policy,
     check_run=check_run,
+    actor_critic_network=False,  # its own networks (networks.py): no torso of one's own
 )
 
 __all__ = [

@@ -84,6 +84,21 @@ def _structural_part(config: dict) -> dict:
     return out
 
 
+def _own_layers_hint(old: dict, differences: list[str]) -> str:
+    """`` To resume it, pass torso='package.module:Name' again.`` for each layer of one's own
+    that the old run's network names and ``differences`` (``"key: old -> new"``) changes (a
+    run directory never imports code: the user names it again), else ``""``."""
+    network = old.get("network_config") or {}
+    named = [
+        f"{name}={network[name]!r}"
+        for name in ("torso", "core")
+        if isinstance(network.get(name), str)
+        and ":" in network[name]
+        and any(d.startswith(f"network_config.{name}: ") for d in differences)
+    ]
+    return f" To resume it, pass {' and '.join(named)} again." if named else ""
+
+
 def _is_run_config(logdir: str) -> bool:
     """Whether ``DIR/config.json`` is a run's (a JSON object naming an agent and an env)."""
     path = os.path.join(logdir, "config.json")
@@ -237,7 +252,8 @@ def prepare_logdir(logdir: str, config: dict, *, overwrite: bool = False) -> str
         raise ValueError(
             f"logdir: {logdir!r} holds a run of agent={old.get('agent')!r} on "
             f"env={old.get('env_id')!r} whose checkpoint this command cannot resume; it differs "
-            f"in {'; '.join(structural)}. Choose another logdir, or overwrite=True (--overwrite)"
+            f"in {'; '.join(structural)}.{_own_layers_hint(old, structural)} Choose another "
+            "logdir, or overwrite=True (--overwrite)"
         )
     changed = _differences(old, new)
     if changed:
