@@ -53,3 +53,23 @@ def test_the_masked_game_trains_and_never_takes_a_masked_action(tmp_path):
     out = _run([sys.executable, os.path.join(EXAMPLES, "masked_game.py"),
                 f"--logdir={tmp_path / 'masked'}", "--total_steps=3000"], tmp_path)  # fmt: skip
     assert out.strip().endswith("forbidden actions taken: 0"), out[-500:]
+
+
+def test_train_with_the_attention_torso_on_a_set_of_entities(tmp_path):
+    logdir = str(tmp_path / "pick")
+    out = _run([sys.executable, os.path.join(EXAMPLES, "attention_torso.py"),
+                f"--logdir={logdir}", "--total_steps=2000"], tmp_path)  # fmt: skip
+    assert "greedy return at the end:" in out
+    config = json.load(open(os.path.join(logdir, "config.json")))
+    assert config["network_config"]["torso"] == "attention_torso:EntityAttention"
+    # the exported policy holds the attention layers: it steps without the example's module
+    code = (
+        "import numpy as np, tfagents_vtrace as tv\n"
+        f"p = tv.load_policy({os.path.join(logdir, 'policy')!r})\n"
+        "obs = {'entities': np.zeros((3, 5, 4), np.float32), 'goal': np.ones((3, 4), np.float32)}\n"
+        "a, _ = p.step(obs, greedy=True)\n"
+        "assert np.shape(a) == (3,), a\n"
+        "import sys; assert 'attention_torso' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    assert _run([sys.executable, "-c", code], tmp_path).strip().endswith("ok")
