@@ -38,7 +38,24 @@ def reset_where_first(state: tuple[tf.Tensor, ...], first: tf.Tensor) -> tuple[t
     return tuple(out)
 
 
-class LSTMCore(keras.layers.Layer):
+class _Core(keras.layers.Layer):
+    """What the network asks of a recurrent core: ``state_sizes``, zeros as the initial
+    state, ``step`` (one ``[B]`` step, reset where ``first``) and ``unroll`` (``[T, B]``)."""
+
+    state_sizes: tuple[int, ...]
+
+    def initial_state(self, batch_size) -> tuple[tf.Tensor, ...]:
+        """Zero state: tuple of float32 ``[batch_size, size]`` for size in ``state_sizes``."""
+        return tuple(tf.zeros([batch_size, n], tf.float32) for n in self.state_sizes)
+
+    def call(self, x, first, state):
+        return self.step(x, first, state)
+
+    def step(self, x, first, state):
+        raise NotImplementedError
+
+
+class LSTMCore(_Core):
     """``keras.layers.LSTMCell`` with reset-where-first, a step and a ``[T, B]`` unroll.
 
     Args:
@@ -67,10 +84,6 @@ class LSTMCore(keras.layers.Layer):
             self.cell.build((None, n_in))
         self.built = True
 
-    def initial_state(self, batch_size) -> tuple[tf.Tensor, ...]:
-        """Zero state: tuple of float32 ``[batch_size, size]`` for size in ``state_sizes``."""
-        return tuple(tf.zeros([batch_size, n], tf.float32) for n in self.state_sizes)
-
     def step(
         self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
     ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
@@ -85,9 +98,6 @@ class LSTMCore(keras.layers.Layer):
         if self.use_time_step:
             return y, (h, c, state[2] + 1.0)
         return y, (h, c)
-
-    def call(self, x, first, state):
-        return self.step(x, first, state)
 
     def unroll(
         self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
@@ -123,7 +133,7 @@ class LSTMCore(keras.layers.Layer):
         return states[0], tuple(s[-1] for s in states)
 
 
-class CellCore(keras.layers.Layer):
+class CellCore(_Core):
     """A Keras RNN cell of one's own (``NetworkConfig.core="package.module:Name"``) as the
     network's core, with the LSTM core's contract: zeros as the initial state, reset to
     zeros where ``first``, a step and a ``[T, B]`` unroll (a ``tf.while_loop`` of steps).
@@ -159,10 +169,6 @@ class CellCore(keras.layers.Layer):
             self.cell.build((None, int(input_shape[-1])))
         self.built = True
 
-    def initial_state(self, batch_size) -> tuple[tf.Tensor, ...]:
-        """Zero state: tuple of float32 ``[batch_size, size]`` for size in ``state_sizes``."""
-        return tuple(tf.zeros([batch_size, n], tf.float32) for n in self.state_sizes)
-
     def step(
         self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
     ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
@@ -187,9 +193,6 @@ class CellCore(keras.layers.Layer):
                 f"{y.shape.as_list()}, expected [B, units]"
             )
         return tf.cast(y, tf.float32), new_state
-
-    def call(self, x, first, state):
-        return self.step(x, first, state)
 
     def unroll(
         self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
