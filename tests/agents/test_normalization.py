@@ -143,11 +143,24 @@ def test_the_exported_policy_takes_raw_observations(normalized_run):
     np.testing.assert_array_equal(np.asarray(action), expected)
 
 
-@pytest.mark.parametrize("agent", ["acer", "a3c"])
 @pytest.mark.parametrize("setting", ["normalize_observations", "normalize_rewards"])
-def test_an_agent_without_the_statistics_refuses_them(agent, setting, tmp_path):
-    with pytest.raises(ValueError, match=rf"^{setting}: not available for {agent}"):
-        tv.train(agent, env="CartPole-v1", logdir=str(tmp_path / "run"), **{setting: True}, **RUN)
+def test_an_agent_without_the_statistics_refuses_them(setting, tmp_path):
+    with pytest.raises(ValueError, match=rf"^{setting}: not available for acer"):
+        tv.train("acer", env="CartPole-v1", logdir=str(tmp_path / "run"), **{setting: True}, **RUN)
+
+
+def test_a3c_workers_keep_the_statistics_of_what_they_saw(tmp_path):
+    logdir = str(tmp_path / "a3c")
+    final = tv.train(
+        "a3c", env=ENV, logdir=logdir, normalize_observations=True, normalize_rewards=True,
+        num_workers=2, **RUN,
+    )  # fmt: skip
+    norm = restore_network(logdir).observation_normalizers["0"]
+    # every worker's rollout steps, each observation once
+    assert norm.count.numpy() == pytest.approx(final["step"] + INITIAL_COUNT)
+    assert 300.0 < float(np.mean(norm.mean.numpy())) < 700.0
+    reader = tf.train.load_checkpoint(os.path.join(logdir, "checkpoints"))
+    assert any(n.startswith("return_statistics/") for n in reader.get_variable_to_shape_map())
 
 
 @pytest.mark.parametrize("fmt", ["tflite", "onnx"])
@@ -175,3 +188,17 @@ def test_an_action_mask_is_not_normalised():
     names = [s.name for s in tf.nest.flatten(network.observation_spec)]
     normalised = [names[int(i)] for i in network.observation_normalizers]
     assert normalised == ["observation_x"]
+
+
+def test_the_statistics_are_in_a_checkpoint_of_the_network_object(tmp_path):
+    """A3C, ACER and TAAC checkpoint the network as an object (not IMPALA's variable list)."""
+    network, _ = _scaled_network()
+    path = tf.train.Checkpoint(network=network).write(str(tmp_path / "ckpt"))
+    fresh, _ = _scaled_network()
+    fresh.observation_normalizers["0"].update(np.zeros((3, 4)))
+    tf.train.Checkpoint(network=fresh).read(path).assert_existing_objects_matched()
+    for name in ("mean", "var", "count"):
+        np.testing.assert_array_equal(
+            getattr(fresh.observation_normalizers["0"], name).numpy(),
+            getattr(network.observation_normalizers["0"], name).numpy(),
+        )

@@ -237,6 +237,8 @@ class ActorCriticNetwork(keras.Model):
             for i, spec in enumerate(leaves)
             if normalization.normalizable(spec) and spec.name != f"observation_{MASK_KEY}"
         }
+        for i, layer in out.items():  # attributes: TensorFlow checkpoints follow them
+            setattr(self, f"observation_norm_{i}", layer)
         if not out:
             raise ValueError(
                 "normalize_observations: the observation space has no float features to "

@@ -19,16 +19,13 @@ import dataclasses
 import math
 import time
 
-import numpy as np
-import tensorflow as tf
-
 from tfagents_vtrace.networks.normalization import ReturnScaler
 from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.acting.time_shares import TimeShares
 from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls, unroll_source
 from tfagents_vtrace.runtime.config import stream_seed
-from tfagents_vtrace.runtime.run_agent import NetworkAgent
+from tfagents_vtrace.runtime.run_agent import NetworkAgent, update_statistics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,19 +113,12 @@ class ActorLearner(NetworkAgent):
         return metrics
 
     def _update_statistics(self, items) -> None:
-        """Merges the fresh unrolls (not the replayed ones) into the running statistics of
-        ``normalize_observations`` (the network's, published with its weights) and of
-        ``normalize_rewards``: what the actors saw, before the update that trains on it."""
-        network = self.learner.network
-        if network.observation_normalizers:  # entry T is the next unroll's entry 0: once
-            fresh = [tf.nest.map_structure(lambda x: x[:-1], u["observation"]) for u, _ in items]
-            network.update_observation_statistics(
-                tf.nest.map_structure(lambda *x: np.concatenate(x, 1), *fresh)
-            )
-        if self.returns is not None:
-            self.returns.update(
-                (u["reward"], u["first"][:-1], info["actor_id"]) for u, info in items
-            )
+        """The fresh unrolls (not the replayed ones) into the running statistics, before the
+        update that trains on them (:func:`~tfagents_vtrace.runtime.run_agent.
+        update_statistics`)."""
+        update_statistics(
+            self.learner.network, self.returns, [(u, info["actor_id"]) for u, info in items]
+        )
 
     def row_fields(self, times: dict | None) -> dict:
         return {} if times is None else self.times.fields(times["interval"], times["eval"])

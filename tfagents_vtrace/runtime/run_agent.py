@@ -137,3 +137,23 @@ class NetworkAgent:
 
     def row_fields(self, times: dict | None) -> dict:
         return {}
+
+
+def update_statistics(network, returns, unrolls) -> None:
+    """Merges fresh unrolls (``(unroll, source)`` pairs: ``source`` the actor or worker whose
+    columns they are) into the running statistics of ``normalize_observations`` (the
+    network's, published with its weights) and of ``normalize_rewards`` (``returns``, a
+    :class:`~tfagents_vtrace.networks.normalization.ReturnScaler`, or None): what the actors
+    saw, each observation once (entry ``T`` of an unroll is entry 0 of the next)."""
+    import numpy as np
+    import tensorflow as tf
+
+    if not unrolls:
+        return
+    if getattr(network, "observation_normalizers", None):
+        fresh = [tf.nest.map_structure(lambda x: x[:-1], u["observation"]) for u, _ in unrolls]
+        network.update_observation_statistics(
+            tf.nest.map_structure(lambda *x: np.concatenate(x, 1), *fresh)
+        )
+    if returns is not None:
+        returns.update((u["reward"], u["first"][:-1], source) for u, source in unrolls)

@@ -36,8 +36,8 @@ class A3CAgent(NetworkAgent):
     def __init__(self, run, config, network_config, strategy=None, env_factory=None,
                  record_order: bool = False):  # fmt: skip
         placement.check_config(config, A3CConfig)
-        placement.refuse_normalization("a3c", config, network_config)
         if run.backend == "ray":  # workers in Ray processes; ImportError without Ray
+            placement.refuse_normalization("a3c with backend='ray'", config, network_config)
             from tfagents_vtrace.runtime.acting.ray_backend import import_ray
 
             import_ray()

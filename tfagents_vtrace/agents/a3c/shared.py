@@ -28,6 +28,8 @@ import tensorflow as tf
 from tfagents_vtrace.agents import batching, optimization, placement
 from tfagents_vtrace.agents.a2c.loss import a2c_loss, masked_means
 from tfagents_vtrace.agents.a3c.config import A3CConfig
+from tfagents_vtrace.networks.normalization import ReturnScaler
+from tfagents_vtrace.runtime.run_agent import update_statistics
 
 
 class SharedOptimizer:
@@ -144,6 +146,19 @@ class A3CLearner:
             caller_optimizers=self.worker_optimizers,
         )
         self._grads = batching.BatchFunction(self._grads_fn)
+        self.returns = ReturnScaler(config.discount) if config.normalize_rewards else None
+
+    def observe(self, batch: dict, source) -> dict:
+        """A worker's fresh rollout ``batch`` merged into the running statistics of
+        ``normalize_observations`` / ``normalize_rewards`` (under the shared lock, as an
+        update); returns it with its rewards scaled when ``normalize_rewards``."""
+        if not (self.network.observation_normalizers or self.returns is not None):
+            return batch
+        with self.shared.lock:
+            update_statistics(self.network, self.returns, [(batch, source)])
+            if self.returns is not None:
+                batch = {**batch, "reward": self.returns.scale(batch["reward"])}
+        return batch
 
     def entropy_coef(self, step: int | None = None) -> float:
         """The entropy weight at global step ``step`` (default: now)."""
@@ -162,6 +177,7 @@ class A3CLearner:
             "optimizer": self.optimizer,
             **{f"optimizer_worker{i}": opt for i, opt in self.worker_optimizers.items()},
             "a3c_global_step": self.shared.global_step,
+            **({"return_statistics": self.returns.statistics} if self.returns else {}),
         }
 
     def _grads_fn(self, batch: dict, entropy_coef: tf.Tensor):

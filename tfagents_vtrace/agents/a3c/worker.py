@@ -71,6 +71,7 @@ class Worker:
         raises ``ActorAbandoned`` before the update)."""
         version = self.sync()
         batch, info = self.actor.unroll()
+        batch = self.learner.observe(batch, self.worker_id)
         steps = self.spec.unroll_length * self.spec.num_envs
         coef = tf.constant(self.learner.entropy_coef(), tf.float32)
         grads, metrics = self._grads(batch, coef)
