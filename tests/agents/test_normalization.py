@@ -145,15 +145,17 @@ def test_the_exported_policy_takes_raw_observations(normalized_run):
 
 @pytest.mark.parametrize("setting", ["normalize_observations", "normalize_rewards"])
 def test_an_agent_without_the_statistics_refuses_them(setting, tmp_path):
-    with pytest.raises(ValueError, match=rf"^{setting}: not available for acer"):
-        tv.train("acer", env="CartPole-v1", logdir=str(tmp_path / "run"), **{setting: True}, **RUN)
+    with pytest.raises(ValueError, match=rf"^{setting}: not available for taac"):
+        tv.train("taac", env="Pendulum-v1", logdir=str(tmp_path / "run"), **{setting: True}, **RUN)
 
 
-def test_a3c_workers_keep_the_statistics_of_what_they_saw(tmp_path):
-    logdir = str(tmp_path / "a3c")
+@pytest.mark.parametrize("agent, extra", [("a3c", {"num_workers": 2}), ("acer", {}),
+                                          ("acer", {"num_workers": 2})])  # fmt: skip
+def test_workers_and_replay_keep_the_statistics_of_what_they_saw(agent, extra, tmp_path):
+    logdir = str(tmp_path / agent)
     final = tv.train(
-        "a3c", env=ENV, logdir=logdir, normalize_observations=True, normalize_rewards=True,
-        num_workers=2, **RUN,
+        agent, env=ENV, logdir=logdir, normalize_observations=True, normalize_rewards=True,
+        **extra, **RUN,
     )  # fmt: skip
     norm = restore_network(logdir).observation_normalizers["0"]
     # every worker's rollout steps, each observation once

@@ -49,7 +49,7 @@ class AgentConfig:
     """Divide the rewards the learner trains on by a running estimate of the discounted
     return's standard deviation, clipped to +-10 (SB3 VecNormalize's ``norm_reward``), before
     ``reward_scale`` and clipping: value targets of order one whatever the reward's units.
-    The statistics are checkpointed with the run. IMPALA, A2C and A3C's worker threads."""
+    The statistics are checkpointed with the run. IMPALA, A2C, A3C and ACER (not on Ray)."""
     learning_rate: float = 1e-3
     """Initial learning rate (> 0)."""
     max_grad_norm: float | None = 40.0

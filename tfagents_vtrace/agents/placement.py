@@ -24,7 +24,7 @@ def check_config(config, config_type: type) -> None:
 def refuse_normalization(agent_name: str, config, network_config) -> None:
     """Raises ValueError naming the setting when ``normalize_observations`` or
     ``normalize_rewards`` is asked of an agent whose learner does not keep their statistics
-    (IMPALA's and A2C's actor-learner and A3C's worker threads do)."""
+    (IMPALA's and A2C's actor-learner, A3C's worker threads and ACER's do, in one process)."""
     asked = {
         "normalize_observations": getattr(network_config, "normalize_observations", False),
         "normalize_rewards": getattr(config, "normalize_rewards", False),
@@ -32,6 +32,6 @@ def refuse_normalization(agent_name: str, config, network_config) -> None:
     for name, on in asked.items():
         if on:
             raise ValueError(
-                f"{name}: not available for {agent_name} (impala, a2c and a3c's worker threads "
-                "keep its statistics)"
+                f"{name}: not available for {agent_name} (impala, a2c, and a3c and acer in one "
+                "process keep its statistics)"
             )

@@ -98,6 +98,11 @@ class AgentSpec:
                         f"{name}: agent {self.name!r} builds its own networks and does not take "
                         f"a {name} of your own ({value!r}); use impala, a2c, a3c or acer"
                     )
+            if network_config.normalize_observations:
+                raise ValueError(
+                    f"normalize_observations: not available for {self.name} (it builds its own "
+                    "networks; impala, a2c, a3c and acer keep the statistics in theirs)"
+                )
         if self.network_config_for is None and network_config.torso != "auto":
             return network_config
         from tfagents_vtrace.envs import env_spaces

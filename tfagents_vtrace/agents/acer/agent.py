@@ -32,10 +32,11 @@ from tfagents_vtrace.agents import placement
 from tfagents_vtrace.agents.acer.config import AcerConfig
 from tfagents_vtrace.agents.acer.learner import AcerLearner
 from tfagents_vtrace.agents.acer.worker import AcerWorker
+from tfagents_vtrace.networks.normalization import ReturnScaler
 from tfagents_vtrace.replay.episodic import EpisodicReplay
 from tfagents_vtrace.runtime.acting.actor import Actor
 from tfagents_vtrace.runtime.config import STREAM_SEED_STRIDE, stream_seed
-from tfagents_vtrace.runtime.run_agent import NetworkAgent
+from tfagents_vtrace.runtime.run_agent import NetworkAgent, update_statistics
 
 
 class AcerAgent(NetworkAgent):
@@ -44,8 +45,8 @@ class AcerAgent(NetworkAgent):
 
     def __init__(self, run, config, network_config, strategy=None, env_factory=None):
         placement.check_config(config, AcerConfig)
-        placement.refuse_normalization("acer", config, network_config)
         if run.backend == "ray":  # workers in Ray processes; ImportError without Ray
+            placement.refuse_normalization("acer with backend='ray'", config, network_config)
             from tfagents_vtrace.runtime.acting.ray_backend import import_ray
 
             import_ray()
@@ -66,6 +67,14 @@ class AcerAgent(NetworkAgent):
         self.inline, self.replay_size = None, config.replay_batch_size or run.num_envs
         state = self.learner.network.initial_state(self.replay_size)
         self.zero_state = tuple(s.numpy() for s in state)  # of replayed sequences, as numpy
+        self.returns = ReturnScaler(config.discount) if config.normalize_rewards else None
+        self.normalizes = bool(self.learner.network.observation_normalizers or self.returns)
+
+    def checkpoint_items(self) -> dict:
+        items = super().checkpoint_items()
+        if self.returns is not None:
+            items["return_statistics"] = self.returns.statistics
+        return items
 
     def actor(self, worker: int, network) -> Actor:
         """Worker ``worker``'s actor (0: the inline one), seeded by the restored step."""
@@ -100,18 +109,27 @@ class AcerAgent(NetworkAgent):
         while item is None:  # None: the env raised and was recreated
             item = actor.unroll()
         unroll, info = item
-        self.extra_state.add_unroll(unroll, stream)
+        if self.normalizes:  # what the actor saw, before the updates that train on it
+            with self.lock:
+                update_statistics(self.learner.network, self.returns, [(unroll, stream)])
+        self.extra_state.add_unroll(unroll, stream)  # raw rewards: scaled when trained on
         metrics, updates = {}, 0
         if not self.config.disable_online_update:
-            metrics, updates = update(unroll, on_policy=True), 1
+            metrics, updates = update(self._scaled(unroll), on_policy=True), 1
         for _ in range(self._replay_count()):
             batch = self._replay_batch()
             if batch is None:
                 break
-            metrics, updates = update(batch), updates + 1
+            metrics, updates = update(self._scaled(batch)), updates + 1
         with self.lock:  # counted with the updates, as a checkpoint sees them
             self.counters.add(steps=self.steps, updates=updates, info=info)
         return metrics
+
+    def _scaled(self, batch: dict) -> dict:
+        """``batch`` with its rewards divided by the return's spread (``normalize_rewards``)."""
+        if self.returns is None:
+            return batch
+        return {**batch, "reward": self.returns.scale(batch["reward"])}
 
     def _replay_count(self) -> int:
         """Replay updates of this iteration: n_times_replay, or Poisson(n_times_replay)."""
