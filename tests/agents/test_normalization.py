@@ -204,3 +204,12 @@ def test_the_statistics_are_in_a_checkpoint_of_the_network_object(tmp_path):
             getattr(fresh.observation_normalizers["0"], name).numpy(),
             getattr(network.observation_normalizers["0"], name).numpy(),
         )
+
+
+def test_a_file_named_without_its_extension_is_checked_as_its_format(normalized_run, tmp_path):
+    pytest.importorskip("tf2onnx")
+    from tfagents_vtrace.export import artefacts
+
+    network = restore_network(normalized_run[0])
+    path = artefacts.write(network, str(tmp_path / "policy_file"), "onnx")
+    assert artefacts.check(network, path, "onnx", gym.make(ENV), steps=50).passed

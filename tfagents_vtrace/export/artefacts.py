@@ -56,7 +56,7 @@ def check(policy, path: str | os.PathLike, fmt: str, env, *, steps: int = 300) -
         reference = export_policy(portable, os.path.join(tmp, "reference"))
         return check_parity(
             reference,
-            open_runner(path),
+            open_runner(path, fmt=fmt),
             env,
             steps=steps,
             teacher_forcing=portable.parity_teacher_forcing,

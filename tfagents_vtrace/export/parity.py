@@ -201,12 +201,13 @@ class OnnxRunner:
         return self._rename(self._run(inputs, noise), greedy=False)
 
 
-def open_runner(path: str | os.PathLike, num_threads: int | None = None):
-    """The runner for ``path``: a SavedModel directory, a ``.tflite`` or an ``.onnx`` file."""
+def open_runner(path: str | os.PathLike, num_threads: int | None = None, fmt: str | None = None):
+    """The runner for ``path``: a SavedModel directory, a LiteRT or an ONNX file (``fmt``
+    "tflite" / "onnx" when given, else by the file's extension: ``.onnx``, else LiteRT)."""
     path = os.fspath(path)
     if os.path.isdir(path):
         return SavedModelRunner(path)
-    if path.endswith(".onnx"):
+    if fmt == "onnx" or (fmt is None and path.endswith(".onnx")):
         return OnnxRunner(path, num_threads)
     return LiteRTRunner(path, num_threads)
 
