@@ -65,7 +65,8 @@ def test_overwrite_replaces_a_saved_model_and_an_empty_directory(tmp_path):
     out = policy.greedy_action(observation=obs, first=first, prev_action=prev_action,
                                prev_reward=prev_reward.astype(np.float32), state=state)  # fmt: skip
     expected = net(NetInputs(obs, first, prev_action, prev_reward.astype(np.float32)), ())
-    np.testing.assert_allclose(out["value"].numpy(), expected.value.numpy(), rtol=1e-5)
+    # the new network, not the one replaced (another initialisation differs by ~0.1)
+    np.testing.assert_allclose(out["value"].numpy(), expected.value.numpy(), rtol=1e-5, atol=1e-6)
     assert sorted(os.listdir(tmp_path)) == ["empty", "policy"]  # nothing left beside
 
 
