@@ -445,3 +445,25 @@ def test_cli_video_writes_the_files_it_lists(cartpole_policy_path, tmp_path):
         f"error: --video: {tmp_path / 'v' / 'episode-0.mp4'} exists (an earlier recording?); "
         "remove it or choose another directory"
     ]
+
+
+def test_a_policy_taking_an_action_mask_evaluates_on_its_multibinary_env(tmp_path):
+    from tfagents_vtrace.export.saved_model import export_policy
+    from tfagents_vtrace.networks import NetworkConfig, make_network
+
+    obs_space = gym.spaces.Dict(
+        {
+            "clock": gym.spaces.Box(0.0, 1.0, (1,), np.float32),
+            "action_mask": gym.spaces.MultiBinary(3),  # int8, fed to the policy as float32
+        }
+    )
+    act_space = gym.spaces.Discrete(3)
+    path = export_policy(make_network(NetworkConfig(), obs_space, act_space), tmp_path / "p")
+    io = evaluate.policy_io(tf.saved_model.load(str(path)))
+    evaluate.check_policy_env(io, "Masked-v0", obs_space, act_space, "P")
+    # an integer Box in the mask's place is still refused
+    ints = gym.spaces.Dict(
+        {"clock": obs_space["clock"], "action_mask": gym.spaces.Box(0, 1, (3,), np.int64)}
+    )
+    with pytest.raises(evaluate.FlagError, match="gives int64 observations"):
+        evaluate.check_policy_env(io, "X", ints, act_space, "P")

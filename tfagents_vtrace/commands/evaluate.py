@@ -135,6 +135,8 @@ def check_policy_env(
         )
     dtypes = io["observation_dtype"]
     for space, dtype in zip(spaces, dtypes if isinstance(dtypes, list) else [dtypes]):
+        if isinstance(space, gym.spaces.MultiBinary):  # 0/1 (an action mask): fed as float32
+            continue
         if _numeric_kind(space.dtype) != _numeric_kind(dtype):
             raise FlagError(
                 "env",

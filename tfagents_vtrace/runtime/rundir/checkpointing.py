@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import re
 import time
 
 from tfagents_vtrace.runtime.rundir import checkpoint_files as files
@@ -228,6 +229,8 @@ def _restore_networks(networks: dict, path: str, label: str) -> list[str]:
         return sorted(found)
     except (ValueError, AssertionError, tf.errors.OpError) as e:
         detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        # TensorFlow's op errors open with the op's node and end with the op's name
+        detail = re.sub(r"^\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]$", "", detail)
     # A read that failed leaves the checkpoint's values unrestored, which TensorFlow lists
     # line by line when the reader is collected: the one line below says it instead.
     logger, level = tf.get_logger(), tf.get_logger().level
