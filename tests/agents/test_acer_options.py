@@ -244,6 +244,7 @@ def _iterating_agent(config, seed):
     agent.rng = np.random.default_rng(seed)
     agent.run_config = types.SimpleNamespace(num_envs=1)
     agent.replay_size, agent.zero_state = 1, ()
+    agent.normalizes, agent.returns = False, None  # no normalize_observations / _rewards
     agent.extra_state = types.SimpleNamespace(add_unroll=lambda unroll, stream: None)
     agent.counters = types.SimpleNamespace(add=lambda **kw: None)
     agent._replay_batch = lambda: {}  # the replay is always ready
