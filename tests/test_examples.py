@@ -28,13 +28,20 @@ def test_train_from_python_then_play_the_policy(tmp_path):
     assert out.strip().startswith("return ")
 
 
-def test_train_with_the_layernorm_torso(tmp_path):
-    logdir = str(tmp_path / "ln")
-    out = _run([sys.executable, os.path.join(EXAMPLES, "layernorm_torso.py"),
+def _train_with_a_torso_example(module, torso, tmp_path) -> str:
+    """Runs ``examples/<module>.py`` as a script on a short budget; checks that it ended and
+    that its run recorded the torso by its path; returns the run directory."""
+    logdir = str(tmp_path / module)
+    out = _run([sys.executable, os.path.join(EXAMPLES, f"{module}.py"),
                 f"--logdir={logdir}", "--total_steps=2000"], tmp_path)  # fmt: skip
     assert "greedy return at the end:" in out
     config = json.load(open(os.path.join(logdir, "config.json")))
-    assert config["network_config"]["torso"] == "layernorm_torso:LayerNormMLP"
+    assert config["network_config"]["torso"] == f"{module}:{torso}"
+    return logdir
+
+
+def test_train_with_the_layernorm_torso(tmp_path):
+    _train_with_a_torso_example("layernorm_torso", "LayerNormMLP", tmp_path)
 
 
 # make test-long (the suite's time): the README's command-line block runs the same commands.
@@ -56,12 +63,7 @@ def test_the_masked_game_trains_and_never_takes_a_masked_action(tmp_path):
 
 
 def test_train_with_the_attention_torso_on_a_set_of_entities(tmp_path):
-    logdir = str(tmp_path / "pick")
-    out = _run([sys.executable, os.path.join(EXAMPLES, "attention_torso.py"),
-                f"--logdir={logdir}", "--total_steps=2000"], tmp_path)  # fmt: skip
-    assert "greedy return at the end:" in out
-    config = json.load(open(os.path.join(logdir, "config.json")))
-    assert config["network_config"]["torso"] == "attention_torso:EntityAttention"
+    logdir = _train_with_a_torso_example("attention_torso", "EntityAttention", tmp_path)
     # the exported policy holds the attention layers: it steps without the example's module
     code = (
         "import numpy as np, tfagents_vtrace as tv\n"

@@ -8,21 +8,15 @@ import os
 import pytest
 
 import tfagents_vtrace as tv
+from tests.api.test_callbacks import FAST
 from tfagents_vtrace.runtime.rundir.metrics_log import read_metrics
 from tfagents_vtrace.settings import build_configs, flag_text, read_flagfile
 
 optuna = pytest.importorskip("optuna")
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-BASE = dict(
-    total_steps=2000,
-    num_envs=8,
-    unroll_length=5,
-    eval_episodes=2,
-    eval_every=500,
-    seed=0,
-    hidden_sizes=(32, 32),
-)
+# test_callbacks' few seconds of CartPole, at the default row cadence
+BASE = {k: v for k, v in FAST.items() if k != "log_every_steps"}
 SPACE = {"learning_rate": (1e-4, 1e-2, "log"), "entropy_cost": [0.0, 0.01], "unroll_length": (4, 6)}
 
 

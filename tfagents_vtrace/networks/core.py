@@ -51,7 +51,17 @@ class _Core(keras.layers.Layer):
     def call(self, x, first, state):
         return self.step(x, first, state)
 
-    def step(self, x, first, state):
+    def step(
+        self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
+    ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
+        """One step: x ``[B, F]``, first ``[B]`` bool, state -> (y ``[B, H]``, new state)."""
+        if not self.built:
+            self.build(x.shape)
+        state = reset_where_first(tuple(state), first)
+        return self._cell_step(x, state)
+
+    def _cell_step(self, x: tf.Tensor, state: tuple[tf.Tensor, ...]):
+        """The step from a state already reset where an episode starts."""
         raise NotImplementedError
 
 
@@ -84,13 +94,7 @@ class LSTMCore(_Core):
             self.cell.build((None, n_in))
         self.built = True
 
-    def step(
-        self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
-    ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
-        """One step: x ``[B, F]``, first ``[B]`` bool, state -> (y ``[B, H]``, new state)."""
-        if not self.built:
-            self.build(x.shape)
-        state = reset_where_first(tuple(state), first)
+    def _cell_step(self, x: tf.Tensor, state: tuple[tf.Tensor, ...]):
         h, c = state[0], state[1]
         if self.use_time_step:
             x = tf.concat([x, self.time_step_scale * state[2]], axis=-1)
@@ -169,13 +173,7 @@ class CellCore(_Core):
             self.cell.build((None, int(input_shape[-1])))
         self.built = True
 
-    def step(
-        self, x: tf.Tensor, first: tf.Tensor, state: tuple[tf.Tensor, ...]
-    ) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
-        """One step: x ``[B, F]``, first ``[B]`` bool, state -> (y ``[B, H]``, new state)."""
-        if not self.built:
-            self.build(x.shape)
-        state = reset_where_first(tuple(state), first)
+    def _cell_step(self, x: tf.Tensor, state: tuple[tf.Tensor, ...]):
         y, new_state = self.cell(x, list(state))
         new_state = tuple(tf.cast(s, tf.float32) for s in tf.nest.flatten(new_state))
         if len(new_state) != len(state) or any(
