@@ -37,6 +37,15 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
   (``make_atari_env`` + ``VecFrameStack(4)``, n_steps 5, RMSProp) on CPU with
   ``torch.set_num_threads(k)``; steps / seconds of ``model.learn`` (bench extra).
 
+Every round also measures, for each of our systems (not ``baseline``), the CPU time per agent
+step of each stage alone (``benchmarks/stage_costs.py`` in a fresh process with the system's
+flags: the environments, the actor's forward pass, the learner's update), and reads the
+training run's own CPU per step and its throughput in its steady state (the metrics rows
+after the first quarter of its steps, so start-up and the update's tracing are left out): a
+second table prints the stages, the rest (the run's CPU minus the three), the cap that the
+stages set on this machine's cores (``cores / (env + inference + learner)`` agent steps/s)
+and the steady throughput as a fraction of it; ``--stage_seconds=0`` skips it.
+
 Every round also measures the env-only ceiling (``benchmarks/ceiling.py`` in a fresh process:
 the project's vector env of ``--num_envs`` Pong environments, as the configs make them, stepped
 with random actions for ``--ceiling_steps``, no network): the table states each system's
@@ -65,6 +74,8 @@ _BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _BENCH)
 from ceiling import format_fraction, fraction, measure_subprocess  # noqa: E402
 from machine import machine_info, machine_line  # noqa: E402
+from stage_costs import STAGES, cap_row  # noqa: E402
+from stage_costs import measure_subprocess as measure_stages  # noqa: E402
 
 sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar package
 
@@ -128,16 +139,49 @@ def _last_json(stdout: str) -> dict:
     raise RuntimeError(f"no JSON line in the output: {stdout[-500:]}")
 
 
-def run_ours(system: str, args: argparse.Namespace, workdir: str, round_: int) -> float:
+def run_ours(system: str, args: argparse.Namespace, workdir: str, round_: int) -> dict:
+    """The final JSON line of one training run of ``system``, with its steady state's
+    ``steady_sps`` and ``steady_cpu_ms_per_step`` (:func:`steady_state`)."""
     logdir = os.path.join(workdir, f"{system}-{round_}")
     path, extra, cwd = system_flagfile(system, args)
     cmd = [sys.executable, "-m", "experiments.train", f"--flagfile={path}",
-           f"--env={args.env}", f"--logdir={logdir}",
-           f"--num_envs={args.num_envs // flagfile_actors(path)}",
+           f"--logdir={logdir}", *system_flags(system, args),
            f"--total_steps={args.resnet_steps if system in RESNET else args.steps}",
            "--eval_every=0", "--eval_episodes=1",
-           "--export=false", "--stop_return=1e9", *extra]  # fmt: skip
-    return _run(cmd, cwd)["train_sps"]
+           "--export=false", "--stop_return=1e9"]  # fmt: skip
+    final = _run(cmd, cwd)
+    return {**final, **steady_state(os.path.join(logdir, "metrics.jsonl"))}
+
+
+def steady_state(path: str, skip: float = 0.25) -> dict:
+    """Agent steps/s and CPU ms per step of a run's metrics rows past the first ``skip`` of
+    its steps (start-up and tracing left out); None each where the rows do not tell."""
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    rows = [r for r in rows if "sps" in r and r.get("cpu_ms_per_step") is not None]
+    if len(rows) < 3:
+        return {"steady_sps": None, "steady_cpu_ms_per_step": None}
+    last = rows[-1]["step"]
+    kept = [r for r in rows if r["step"] > skip * last]
+    first = max(i for i, r in enumerate(rows) if r["step"] <= skip * last)
+    span = kept[-1]["step"] - rows[first]["step"]
+    seconds = kept[-1]["wall_time"] - rows[first]["wall_time"]
+    steps = [b["step"] - a["step"] for a, b in zip([rows[first], *kept], kept)]
+    cpu = sum(r["cpu_ms_per_step"] * n for r, n in zip(kept, steps)) / max(sum(steps), 1)
+    return {"steady_sps": span / seconds if seconds > 0 else None, "steady_cpu_ms_per_step": cpu}
+
+
+def system_flags(system: str, args: argparse.Namespace) -> list[str]:
+    """The flags a system's run adds to its flagfile: the environment, its share of
+    ``--num_envs`` and the system's own."""
+    path, extra, _ = system_flagfile(system, args)
+    return [f"--env={args.env}", f"--num_envs={args.num_envs // flagfile_actors(path)}", *extra]
+
+
+def run_stages(system: str, args: argparse.Namespace) -> dict:
+    """CPU ms per agent step of each stage of ``system`` alone (``stage_costs.py``)."""
+    path, _, _ = system_flagfile(system, args)
+    return measure_stages(path, system_flags(system, args), args.stage_seconds)
 
 
 def system_flagfile(system: str, args: argparse.Namespace) -> tuple[str, tuple, str]:
@@ -184,6 +228,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--num_envs", type=int, default=8)
     p.add_argument("--torch_threads", default="1,2")
     p.add_argument("--systems", default="ours,resnet_lstm,sb3_a2c")
+    p.add_argument(
+        "--stage_seconds", type=float, default=3.0,
+        help="seconds per stage of the per-stage CPU costs (0: not measured)",
+    )  # fmt: skip
     p.add_argument("--baseline_tree", default="", help="checkout of an older commit")
     p.add_argument(
         "--baseline_flagfile",
@@ -230,6 +278,7 @@ def main(argv=None) -> None:
     if "sb3_a2c" in args.systems:
         names += [f"sb3_a2c_{t}t" for t in args.torch_threads]
     sps: dict[str, list[float]] = {name: [] for name in names}
+    stages: dict[str, list[dict]] = {}
     resnet = [s for s in args.systems if s in RESNET]
     print(f"{args.env}, {args.num_envs} envs, {args.steps} agent steps per run"
           + (f" ({args.resnet_steps} for {', '.join(resnet)})" if resnet else ""),
@@ -242,7 +291,13 @@ def main(argv=None) -> None:
                 elif name.startswith("sb3_a2c_"):
                     value = run_sb3(int(name.split("_")[-1][:-1]), args)
                 else:
-                    value = run_ours(name, args, workdir, round_)
+                    final = run_ours(name, args, workdir, round_)
+                    value = final["train_sps"]
+                    if args.stage_seconds > 0 and name != "baseline":
+                        row = cap_row(run_stages(name, args), final["steady_sps"],
+                                      final["steady_cpu_ms_per_step"])  # fmt: skip
+                        stages.setdefault(name, []).append(row)
+                        print(f"round {round_}: {name} stages: " + stage_text(row), flush=True)
                 sps[name].append(value)
                 print(f"round {round_}: {name}: {value:.1f} steps/s", flush=True)
     medians = {name: statistics.median(v) for name, v in sps.items()}
@@ -260,9 +315,44 @@ def main(argv=None) -> None:
             f" {median / medians[r]:.2f}x |" if name in RESNET else " - |" for r in refs
         )
         print(f"| {name} | {median:.1f} | {of_ceiling} | {len(sps[name])} | {ratio} |{to_ref}")
+    stage_medians = print_stage_table(stages, medians)
     print(json.dumps({"medians": medians, "runs": sps, "sb3_best": best,
                       "env_only_ceiling": ceiling, "machine": machine_info(),
+                      "stages": stage_medians, "stage_runs": stages,
                       "wall_time": time.time() - START_TIME}))  # fmt: skip
+
+
+STAGE_FIELDS = (*STAGES, "other", "train_cpu", "cap", "sps", "of_cap")
+
+
+def stage_text(row: dict) -> str:
+    """One round's stage costs, for the progress lines."""
+    parts = [f"{k} {row[k]:.3f}" for k in (*STAGES, "other", "train_cpu") if row[k] is not None]
+    return "CPU ms per agent step " + ", ".join(parts) + f"; cap {row['cap']:.0f} steps/s"
+
+
+def print_stage_table(stages: dict[str, list[dict]], medians: dict) -> dict:
+    """Prints the per-stage table (medians over rounds); returns it by system."""
+    if not stages:
+        return {}
+    table = {}
+    for name, rows in stages.items():
+        values = {k: [r[k] for r in rows if r[k] is not None] for k in STAGE_FIELDS}
+        table[name] = {k: statistics.median(v) if v else None for k, v in values.items()}
+    print(
+        "\nCPU ms per agent step, each stage alone; other = the training run's CPU per step"
+        " minus the three (steady state: rows past its first quarter); cap = cores / (env +"
+        " inference + learner)"
+    )
+    print("| system | env | inference | learner | other | training's CPU | cap steps/s | "
+          "steady steps/s | of cap |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+    percent = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
+    for name, row in table.items():
+        print(f"| {name} | " + " | ".join(fmt(row[k]) for k in (*STAGES, "other", "train_cpu"))
+              + f" | {row['cap']:.0f} | {fmt(row['sps'])} | {percent(row['of_cap'])} |")  # fmt: skip
+    return table
 
 
 if __name__ == "__main__":

@@ -59,8 +59,10 @@ def measure(
     ``steps`` agent steps and at least ``seconds`` with random actions, in this process.
 
     Returns:
-      ``{"env_id", "num_envs", "mode", "steps", "seconds", "sps"}``: the agent steps taken
-      (a multiple of ``num_envs``), the seconds they took and their rate.
+      ``{"env_id", "num_envs", "mode", "steps", "seconds", "sps", "cpu_ms_per_step"}``: the
+      agent steps taken (a multiple of ``num_envs``), the seconds they took, their rate and
+      the process's CPU time per agent step (every thread's: an env's own stepping threads,
+      as ALE's vector env has, included).
     """
     from tfagents_vtrace.envs import make_vector_env
 
@@ -71,7 +73,7 @@ def measure(
         actions = [env.action_space.sample() for _ in range(ACTION_POOL)]
         env.step(actions[-1])  # first-call costs outside the clock
         taken, i = 0, 0
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         while True:
             env.step(actions[i % ACTION_POOL])
             taken += num_envs
@@ -79,10 +81,12 @@ def measure(
             elapsed = time.perf_counter() - start
             if taken >= steps and elapsed >= seconds:
                 break
+        cpu = time.process_time() - cpu_start
     finally:
         env.close()
     return {"env_id": env_id, "num_envs": num_envs, "mode": mode, "steps": taken,
-            "seconds": elapsed, "sps": taken / elapsed}  # fmt: skip
+            "seconds": elapsed, "sps": taken / elapsed,
+            "cpu_ms_per_step": 1e3 * cpu / taken}  # fmt: skip
 
 
 def measure_subprocess(

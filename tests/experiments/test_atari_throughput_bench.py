@@ -31,7 +31,8 @@ def test_an_unknown_system_is_one_line_and_exit_code_2():
     any(importlib.util.find_spec(m) is None for m in ("ale_py", "cv2")), reason="atari extra"
 )
 def test_a_tiny_run_prints_the_table_and_a_json_line():
-    out = _run("--systems=ours", "--steps=400", "--rounds=1", "--num_envs=4", "--ceiling_steps=400")
+    out = _run("--systems=ours", "--steps=400", "--rounds=1", "--num_envs=4", "--ceiling_steps=400",
+               "--stage_seconds=0.3")  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["medians"]["ours"] > 0 and len(result["runs"]["ours"]) == 1
@@ -42,6 +43,15 @@ def test_a_tiny_run_prints_the_table_and_a_json_line():
     assert result["machine"]["isa"].keys() == {"avx2", "avx512f", "avx512_bf16", "amx_bf16"}
     row = next(line for line in out.stdout.splitlines() if line.startswith("| ours |"))
     assert row.split("|")[3].strip().endswith("%")
+    # the per-stage table: each stage's CPU per step and the cap they set
+    stages = result["stages"]["ours"]
+    assert all(stages[k] > 0 for k in ("env", "inference", "learner"))
+    assert stages["cap"] == pytest.approx(
+        1e3
+        * result["machine"]["usable_cores"]
+        / (stages["env"] + stages["inference"] + stages["learner"])
+    )
+    assert [line for line in out.stdout.splitlines() if line.startswith("| ours |")][1:]
 
 
 def test_the_forced_dtype_systems_run_the_shipped_files_with_one_dtype_each():

@@ -32,7 +32,8 @@ ROW_FIELDS = ("step", "wall_time", "sps", "episode_return", "episode_length", "e
               "updates", "env_restarts", "policy_lag", "policy_lag_p50", "policy_lag_p95",
               "policy_lag_max")  # fmt: skip
 FINAL_FIELDS = ("final", "step", "wall_time", "train_wall_time", "solve_wall_time",
-                "solve_step", "eval_return", "train_sps", "updates", "episodes", "env_restarts",
+                "solve_step", "eval_return", "train_sps", "train_cpu_ms_per_step", "updates",
+                "episodes", "env_restarts",
                 "resumed")  # fmt: skip
 
 

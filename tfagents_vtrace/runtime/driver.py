@@ -267,6 +267,7 @@ class Driver:
         ):
             self._last_eval = last
         self._row_step, self._row_time = self.counters.env_steps, time.monotonic()
+        self._row_cpu = time.process_time()
 
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> str:
@@ -399,6 +400,7 @@ class Driver:
         if run.eval_background:
             background = BackgroundEvaluations(evaluator, counters.wall_time)
         start, start_steps = time.monotonic(), counters.env_steps
+        cpu_start = time.process_time()
         single = self.role.task_type is None
         try:
             # Acting closes before a stop is saved, so the checkpoint holds what the workers
@@ -420,7 +422,9 @@ class Driver:
                     finally:
                         self.agent.close()
                         progress.close()
-            sps = (counters.env_steps - start_steps) / max(time.monotonic() - start, 1e-9)
+            steps = counters.env_steps - start_steps
+            sps = steps / max(time.monotonic() - start, 1e-9)
+            cpu = 1e3 * (time.process_time() - cpu_start) / steps if steps else None
             last_eval = self._last_eval
             if solved and self.eval_weights is not None:  # keep (and export) those weights
                 self.agent.set_weights(self.eval_weights)
@@ -432,7 +436,7 @@ class Driver:
                 background.close()
             evaluator.close()
         solved_wall = last_eval["wall_time"] if solved else None
-        return self._finish(last_eval, solved_wall, round(sps, 1))
+        return self._finish(last_eval, solved_wall, round(sps, 1), cpu)
 
     def _loop(
         self, evaluator: Evaluator, progress: Progress, background: BackgroundEvaluations | None
@@ -541,12 +545,15 @@ class Driver:
     def _write_row(self, eval_row: dict | None, progress: Progress) -> bool:
         """Writes a metrics row (with ``eval_row``'s fields) and shows it; the callbacks'
         ``on_row`` get it as written. Returns whether a callback stopped the run at it."""
-        now, step = time.monotonic(), self.counters.env_steps
+        now, step, cpu = time.monotonic(), self.counters.env_steps, time.process_time()
         interval = max(now - self._row_time, 1e-9)
+        steps = step - self._row_step
         row = {
             "step": int(step),
             "wall_time": round(self.counters.wall_time(), 3),
-            "sps": round((step - self._row_step) / interval, 1),
+            "sps": round(steps / interval, 1),
+            # the process's CPU time (every thread's) per agent step since the last row
+            "cpu_ms_per_step": round(1e3 * (cpu - self._row_cpu) / steps, 4) if steps else None,
             **self.counters.row(),
             **{k: v for k, v in self._metrics.items() if k != "nonfinite_streak"},
             **self.agent.row_fields({"interval": interval, "eval": self._eval_seconds}),
@@ -554,6 +561,7 @@ class Driver:
         if eval_row is not None:
             row.update({k: v for k, v in eval_row.items() if k not in ("step", "wall_time")})
         self._eval_seconds, self._row_step, self._row_time = 0.0, step, now
+        self._row_cpu = cpu
         with writing("metrics", self.metrics.path):
             self.metrics.write(row)
         progress.log(row)
@@ -568,8 +576,12 @@ class Driver:
         with writing("metrics", self.metrics.path):  # TensorBoard's buffered summaries
             self.metrics.close()
 
-    def _finish(self, last_eval: dict, solved_wall: float | None, train_sps: float) -> dict:
-        """The last checkpoint, the export, ``final.json``; returns the final row."""
+    def _finish(
+        self, last_eval: dict, solved_wall: float | None, train_sps: float, cpu: float | None
+    ) -> dict:
+        """The last checkpoint, the export, ``final.json``; returns the final row
+        (``train_cpu_ms_per_step``: the process's CPU time, every thread's, per agent step
+        of the training loop that ``train_sps`` times; None without a step)."""
         self._checkpoint()
         train_wall = self.counters.wall_time()
         if self.run_config.export_policy:
@@ -587,6 +599,7 @@ class Driver:
             "solve_step": last_eval["step"] if solved_wall is not None else None,
             **{k: v for k, v in last_eval.items() if k not in ("step", "wall_time")},
             "train_sps": train_sps,
+            "train_cpu_ms_per_step": None if cpu is None else round(cpu, 4),
             **{k: counts[k] for k in ("updates", "episodes", "env_restarts")},
             "resumed": bool(self.resumed),
             **self.agent.row_fields(None),
