@@ -350,8 +350,9 @@ def print_stage_table(stages: dict[str, list[dict]], medians: dict) -> dict:
     fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
     percent = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
     for name, row in table.items():
-        print(f"| {name} | " + " | ".join(fmt(row[k]) for k in (*STAGES, "other", "train_cpu"))
-              + f" | {row['cap']:.0f} | {fmt(row['sps'])} | {percent(row['of_cap'])} |")  # fmt: skip
+        cells = [fmt(row[k]) for k in (*STAGES, "other", "train_cpu")]
+        cells += [f"{row['cap']:.0f}", fmt(row["sps"]), percent(row["of_cap"])]
+        print(f"| {name} | " + " | ".join(cells) + " |")
     return table
 
 

@@ -53,8 +53,15 @@ sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar packag
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ("default", "deterministic")
-TIMINGS = ("wall_time", "sps", "bottleneck", "train_wall_time", "train_sps",
-           "train_cpu_ms_per_step", "cpu_ms_per_step")
+TIMINGS = (
+    "wall_time",
+    "sps",
+    "bottleneck",
+    "train_wall_time",
+    "train_sps",
+    "train_cpu_ms_per_step",
+    "cpu_ms_per_step",
+)
 
 
 def flagfile_value(path: str, name: str) -> str | None:

@@ -39,8 +39,15 @@ SHORT = {
     "taac_pendulum": ("--total_steps=2000", "--eval_every=1000", "--eval_episodes=2"),
     "impala_minatar_breakout": ("--total_steps=8192", "--eval_every=4096", "--eval_episodes=2"),
 }
-TIMINGS = ("wall_time", "sps", "bottleneck", "train_wall_time", "train_sps",
-           "train_cpu_ms_per_step", "cpu_ms_per_step")
+TIMINGS = (
+    "wall_time",
+    "sps",
+    "bottleneck",
+    "train_wall_time",
+    "train_sps",
+    "train_cpu_ms_per_step",
+    "cpu_ms_per_step",
+)
 
 
 def _rows(logdir: str) -> list[dict]:

@@ -80,7 +80,6 @@ def measure(config: str, flags: list[str], seconds: float = 5.0) -> dict:
         sys.path.remove(_HERE)
     import tfagents_vtrace as tv
     from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, build_network
-    from tfagents_vtrace.runtime.acting.policies import make_policy
     from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls
 
     configs = tv.make_configs(flagfile=config, **settings_of(flags))
