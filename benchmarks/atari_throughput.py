@@ -30,6 +30,8 @@ to SB3 at its best thread count are printed in one table, the last line is JSON.
   ``git worktree add /tmp/old f8a314b`` (the ResNet + LSTM Pong config when issue 13 quoted
   its ~90 steps/s: ``experiments/configs/impala_atari_pong.cfg`` there). ResNet + LSTM rows
   print their ratio to it too.
+* ``pong_groups1`` / ``pong_groups2``: ``pong`` with its environments stepped as one vector
+  or as two groups that take turns (``--env_groups``).
 * ``ours_f32`` / ``ours_bf16`` and ``pong_f32`` / ``pong_bf16``: ``ours`` and ``pong`` with
   ``--cnn_compute_dtype`` forced to float32 / bfloat16 instead of the files' ``auto``, to
   check the choice ``auto`` makes on this CPU against both.
@@ -84,6 +86,8 @@ CONFIGS = {  # system: (flagfile, extra flags)
     "ours": ("impala_atari_pong_nature_cnn.cfg", ()),
     "pong": ("impala_atari_pong.cfg", ()),
     "resnet_lstm": ("impala_atari_pong_resnet_lstm_gpu.cfg", ()),
+    "pong_groups1": ("impala_atari_pong.cfg", ("--env_groups=1",)),
+    "pong_groups2": ("impala_atari_pong.cfg", ("--env_groups=2",)),
     "resnet_lstm_xla_f32": (
         "impala_atari_pong_resnet_lstm_gpu.cfg",
         ("--jit_compile", "--cnn_compute_dtype=float32"),

@@ -216,7 +216,8 @@ class Bench:
         run = self.run
         self.spec = ActorSpec(run.env_id, self.net_config, run.num_envs, run.unroll_length,
                               seed=run.seed, env_mode=run.env_mode,
-                              policy_impl=run.policy_impl, env_kwargs=run.env_kwargs)  # fmt: skip
+                              policy_impl=run.policy_impl, env_groups=run.env_groups,
+                              env_kwargs=run.env_kwargs)  # fmt: skip
         network = lambda: build_network(self.net_config, run.env_id, run.env_kwargs)  # noqa: E731
         learner_class = configs.spec.run_agent.Learner  # IMPALA's and A2C's: actor_learner
         self.learner = learner_class(configs.agent_config, network, None, 10**6, seed=0)

@@ -6,21 +6,22 @@ For a shipped config (or a flagfile path) with any further ``--name=value`` flag
 process builds what a training run builds and times each stage of an agent step on its own,
 in CPU seconds of the whole process (every thread's, ``time.process_time``) per agent step:
 
-* ``env``: one actor's vector environment (``make_vector_env`` with the run's
-  ``--num_envs``, mode and settings) stepped with random actions, no network
-  (:func:`ceiling.measure`);
+* ``env``: one of the actor's vector environments (``make_vector_env`` with the run's
+  ``--num_envs / --env_groups`` environments, mode and settings) stepped with random
+  actions, no network (:func:`ceiling.measure`);
 * ``inference``: the actor's acting policy (``make_policy`` with the run's
   ``--policy_impl``, as the actor builds it) stepped over observations an actor recorded,
-  ``num_envs`` per call;
+  as many per call as the actor gives it (``num_envs / env_groups``);
 * ``learner``: ``train_step`` of the run's learner on batches of recorded unrolls
   (``batch_unrolls`` per update), every epoch and minibatch of the update included.
 
-Each stage runs for at least ``--seconds`` after a warm-up. Two cores (or however many this
-process may use) spread over the three stages' sum give the throughput cap that perfect
-packing would reach: ``cores / (env + inference + learner)`` agent steps per second. A
-training run's own CPU per step (``train_cpu_ms_per_step`` of its final JSON line) minus
-the sum is the rest (queues, stacking, publishing weights, the threads' hand-offs):
-:func:`cap_table` prints both. Prints one JSON line.
+Each stage runs for at least ``--seconds`` after a warm-up; its wall time per agent step is
+given too (``wall``: CPU over wall is how many cores the stage keeps busy alone). Two cores
+(or however many this process may use) spread over the three stages' sum give the
+throughput cap that perfect packing would reach: ``cores / (env + inference + learner)``
+agent steps per second. A training run's own CPU per step (``cpu_ms_per_step`` of its
+metrics rows) minus the sum is the rest (queues, stacking, publishing weights, the
+threads' hand-offs): :func:`cap_row` gives both. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -44,16 +45,17 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _timed(call, seconds: float) -> tuple[int, float]:
-    """``(calls, CPU seconds)`` of ``call()`` repeated for at least ``seconds`` of wall
-    time after one warm-up call."""
+def _timed(call, seconds: float) -> tuple[int, float, float]:
+    """``(calls, CPU seconds, wall seconds)`` of ``call()`` repeated for at least
+    ``seconds`` of wall time after one warm-up call."""
     call()
     calls, start, cpu = 0, time.perf_counter(), time.process_time()
     while True:
         call()
         calls += 1
-        if time.perf_counter() - start >= seconds:
-            return calls, time.process_time() - cpu
+        wall = time.perf_counter() - start
+        if wall >= seconds:
+            return calls, time.process_time() - cpu, wall
 
 
 def settings_of(flags: list[str]) -> dict:
@@ -79,14 +81,14 @@ def measure(config: str, flags: list[str], seconds: float = 5.0) -> dict:
     finally:
         sys.path.remove(_HERE)
     import tfagents_vtrace as tv
-    from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, build_network
+    from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec, build_network, group_size
     from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls
 
     configs = tv.make_configs(flagfile=config, **settings_of(flags))
     run, net_config = configs.run_config, configs.network_config
     spec = ActorSpec(run.env_id, net_config, run.num_envs, run.unroll_length, seed=run.seed,
                      env_mode=run.env_mode, policy_impl=run.policy_impl,
-                     env_kwargs=run.env_kwargs)  # fmt: skip
+                     env_groups=run.env_groups, env_kwargs=run.env_kwargs)  # fmt: skip
     network = lambda: build_network(net_config, run.env_id, run.env_kwargs)  # noqa: E731
     learner = configs.spec.run_agent.Learner(configs.agent_config, network, None, 10**6, seed=0)
     actor = Actor(spec, 0)
@@ -94,20 +96,21 @@ def measure(config: str, flags: list[str], seconds: float = 5.0) -> dict:
     recorded = [actor.unroll()[0] for _ in range(max(2, run.batch_unrolls))]
     policy = actor.policy
     actor.close()
-    env = ceiling.measure(run.env_id, run.num_envs, 1, mode=run.env_mode,
-                          env_kwargs=run.env_kwargs, seconds=seconds)  # fmt: skip
+    n = group_size(spec)  # environments per vector and per policy call
+    env = ceiling.measure(run.env_id, n, 1, mode=run.env_mode, env_kwargs=run.env_kwargs,
+                          seconds=seconds)  # fmt: skip
 
     steps = [(u, t) for u in recorded for t in range(run.unroll_length)]
-    state = policy.initial_state(run.num_envs)
+    state = policy.initial_state(n)
     cursor = [0]
 
     def act():
         u, t = steps[cursor[0] % len(steps)]
         cursor[0] += 1
-        policy.step(u["observation"][t], u["first"][t], u["prev_action"][t],
-                    u["prev_reward"][t], state)  # fmt: skip
+        policy.step(u["observation"][t][:n], u["first"][t][:n], u["prev_action"][t][:n],
+                    u["prev_reward"][t][:n], state)  # fmt: skip
 
-    act_calls, act_cpu = _timed(act, seconds)
+    act_calls, act_cpu, act_wall = _timed(act, seconds)
     batches = [stack_unrolls((recorded[i:] + recorded[:i])[: run.batch_unrolls])
                for i in range(len(recorded))]  # fmt: skip
     turn = [0]
@@ -116,17 +119,24 @@ def measure(config: str, flags: list[str], seconds: float = 5.0) -> dict:
         learner.train_step(batches[turn[0] % len(batches)])
         turn[0] += 1
 
-    updates, learn_cpu = _timed(update, seconds)
+    updates, learn_cpu, learn_wall = _timed(update, seconds)
     per_update = run.batch_unrolls * run.unroll_length * run.num_envs
+    acted = act_calls * n
     return {
         "config": config,
         "flags": flags,
         "policy": type(policy).__name__,
         "num_envs": run.num_envs,
         "env": env["cpu_ms_per_step"],
-        "inference": 1e3 * act_cpu / (act_calls * run.num_envs),
+        "inference": 1e3 * act_cpu / acted,
         "learner": 1e3 * learn_cpu / (updates * per_update),
         "cores": usable_cores(),
+        # wall milliseconds per agent step alone: CPU / wall is the cores a stage keeps busy
+        "wall": {
+            "env": 1e3 / env["sps"],
+            "inference": 1e3 * act_wall / acted,
+            "learner": 1e3 * learn_wall / (updates * per_update),
+        },
     }
 
 

@@ -26,7 +26,8 @@ def stream_seed(seed: int, restart: int = 0, stream: int = 0) -> int:
 
 
 BACKENDS = ("local", "ray")
-POLICY_IMPLS = ("auto", "tf", "numpy")
+POLICY_IMPLS = ("auto", "tf", "numpy", "fastest")
+"""``policy_impl``'s values (``runtime/acting/policies.py``'s ``make_policy``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +62,12 @@ class RunConfig:
     """Bound of the actor -> learner unroll queue (in unrolls); small = low policy lag."""
     env_mode: str = "auto"
     """``make_vector_env`` mode for the actors ("auto", "sync", "async", "envpool")."""
+    env_groups: int = 1
+    """Each actor's environments as this many vector environments of ``num_envs /
+    env_groups``, stepped in turn: while one group's environments step (in a helper thread),
+    the policy acts for the next group, so that acting and stepping overlap. Pays where a
+    step runs outside Python's lock (ALE's and envpool's C++ threads, async vectors); a
+    pure-Python environment gains nothing. Must divide ``num_envs``."""
     env_step_timeout_s: float | None = 60.0
     """Seconds an environment step (or reset) may take before it counts as a failure of
     that environment: an actor or worker thread stuck in it is abandoned and replaced by a
@@ -69,9 +76,12 @@ class RunConfig:
     ACER without workers, TAAC) the run is stopped with a checkpoint instead. Generous by
     default, so that only a simulator that is stuck reaches it; 0 or None: no limit."""
     policy_impl: str = "auto"
-    """Acting implementation: "auto" (numpy for MLP categorical policies, else TF), "tf", or
+    """Acting implementation: "auto" (numpy for MLP categorical policies, else TF), "tf",
     "numpy" (also feed-forward categorical policies on the nature_cnn, small_atari_cnn and
-    minatar_cnn torsos: their actors then run off TensorFlow's thread pool)."""
+    minatar_cnn torsos: their actors then run off TensorFlow's thread pool), or "fastest"
+    (a feed-forward network: each actor times numpy where it applies, TF and TF under XLA
+    over its first steps, beside the learner, acts with the fastest and prints the choice;
+    not with ``deterministic``, since the choice depends on timing)."""
     eval_every: int = 20_000
     """Greedy evaluation every this many env steps (0: only at the end); the default shows
     a first run's progress (a row with ``eval_return`` every 20k steps)."""
@@ -144,6 +154,12 @@ class RunConfig:
         check_int("total_steps", self.total_steps, 1)
         check_int("num_actors", self.num_actors, 0)
         check_int("num_envs", self.num_envs, 1)
+        check_int("env_groups", self.env_groups, 1)
+        if self.num_envs % self.env_groups:
+            raise ValueError(
+                f"env_groups: expected a divisor of num_envs ({self.num_envs}), received "
+                f"{self.env_groups}"
+            )
         check_int("unroll_length", self.unroll_length, 1)
         check_int("batch_unrolls", self.batch_unrolls, 1)
         check_int("queue_capacity", self.queue_capacity, 1)
@@ -177,6 +193,11 @@ class RunConfig:
         if self.policy_impl not in POLICY_IMPLS:
             raise ValueError(
                 f"policy_impl: expected one of {POLICY_IMPLS}, received {self.policy_impl!r}"
+            )
+        if self.policy_impl == "fastest" and self.deterministic:
+            raise ValueError(
+                "policy_impl: 'fastest' chooses by timing, which deterministic runs must not "
+                "depend on; give 'numpy', 'tf' or 'auto' with deterministic"
             )
         if self.backend not in BACKENDS:
             raise ValueError(f"backend: expected one of {BACKENDS}, received {self.backend!r}")

@@ -78,12 +78,15 @@ class NetworkAgent:
         return ActorSpec(
             run.env_id, self.network_config, run.num_envs, unroll_length, seed=seed,
             env_mode=run.env_mode, policy_impl=run.policy_impl, env_kwargs=run.env_kwargs,
-            env_step_timeout_s=run.env_step_timeout_s,
+            env_step_timeout_s=run.env_step_timeout_s, env_groups=run.env_groups,
         )  # fmt: skip
 
     def actor_env_factory(self):
-        """``seed -> VectorEnv`` of ``env_factory`` for one actor (None without one)."""
-        factory, num_envs = self.env_factory, self.run_config.num_envs
+        """``seed -> VectorEnv`` of ``env_factory`` for one actor's environment group (None
+        without one)."""
+        from tfagents_vtrace.runtime.acting.actor import group_size
+
+        factory, num_envs = self.env_factory, group_size(self.run_config)
         return None if factory is None else lambda seed: factory(num_envs, seed)
 
     def start_workers(self, workers: list, steps: int, start: int) -> None:
@@ -110,12 +113,14 @@ class NetworkAgent:
         run = self.run_config
         return build_network(self.network_config, run.env_id, run.env_kwargs)
 
-    def acting_network(self):
-        """The learner's network when the numpy policy will act (it only copies weights out
-        of it), else a fresh copy (TF policies own one)."""
+    def acting_network(self, impl: str | None = None):
+        """The learner's network when a numpy policy alone will act under ``impl`` (default:
+        the run's ``policy_impl``; it only copies weights out of it), else a fresh copy (TF
+        policies, and "fastest"'s TF candidates, own one)."""
         from tfagents_vtrace.runtime.acting.policies import numpy_policy_class
 
-        if numpy_policy_class(self.learner.network, self.run_config.policy_impl) is not None:
+        impl = impl or self.run_config.policy_impl
+        if impl != "fastest" and numpy_policy_class(self.learner.network, impl) is not None:
             return self.learner.network
         return self.build_network()
 
@@ -126,9 +131,12 @@ class NetworkAgent:
         self.learner.network.set_weights(weights)
 
     def evaluation_policy(self):
-        from tfagents_vtrace.runtime.acting.policies import make_policy
+        from tfagents_vtrace.runtime.acting.policies import make_policy, numpy_policy_class
 
-        return make_policy(self.acting_network(), self.run_config.policy_impl, greedy=True)
+        impl = self.run_config.policy_impl
+        if impl == "fastest":  # evaluations play few environments: numpy where it applies
+            impl = "numpy" if numpy_policy_class(self.learner.network, impl) else "auto"
+        return make_policy(self.acting_network(impl), impl, greedy=True)
 
     def export(self, path: str) -> None:
         from tfagents_vtrace.export.saved_model import export_policy

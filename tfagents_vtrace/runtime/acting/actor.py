@@ -19,6 +19,15 @@ that ended at ``t - 1``; the env ignores ``action_t`` and returns ``reward_t = 0
 first observation of the next episode, so ``first_{t+1} = reset_t``. ``prev_action`` and
 ``prev_reward`` are zero where ``first``.
 
+Environment groups (``ActorSpec.env_groups`` G, ``--env_groups``): the actor's ``B``
+environments are G vector environments of ``B / G`` each, whose columns follow one another
+in the unroll (group g holds columns ``g B/G .. (g+1) B/G - 1``), each with its own seed and
+carry. Their steps take turns: group g's step ``t + 1`` (its inputs stored, the policy
+called on its ``B / G`` observations, the action sent) starts as soon as its step ``t``
+ends, and with G > 1 the environment call runs in a helper thread, so that while one
+group's environments step, the policy acts for the next group. With G = 1 every step runs
+in the actor's thread, one after the other. The unroll's layout is the same either way.
+
 Each unroll's ``info`` also says where the actor's time went (``time.perf_counter``
 seconds since the previous info): ``inference_time`` (policy steps and their inputs),
 ``env_time`` (``env.step`` and the bookkeeping of its outcome, environment recreation
@@ -64,6 +73,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import tensorflow as tf
@@ -91,6 +101,8 @@ log = logging.getLogger(__name__)
 
 TIMES = ("env_time", "inference_time", "weights_time")
 """Seconds an actor reports in each unroll's info (see module docstring)."""
+GROUP_SEED_STRIDE = 500_009
+"""Seed offset of each environment group past the first (group 0 keeps the actor's seed)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,16 +129,33 @@ class ActorSpec:
     """Seconds an environment call may take (``RunConfig.env_step_timeout_s``; None or 0:
     no limit): the limit of the watchdog of whoever runs the actor, and of async vectors'
     own waits."""
+    env_groups: int = 1
+    """Vector environments of ``num_envs / env_groups`` each, stepped in turn so that one
+    group's environments step while the policy acts for another (module docstring)."""
+
+    def __post_init__(self):
+        if self.env_groups < 1 or self.num_envs % self.env_groups:
+            raise ValueError(
+                f"env_groups: expected a divisor of num_envs ({self.num_envs}), received "
+                f"{self.env_groups}"
+            )
 
 
 def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
-    """``seed -> VectorEnv`` for ``spec`` using ``tfagents_vtrace.envs.make_vector_env``."""
+    """``seed -> VectorEnv`` of one of ``spec``'s environment groups (``num_envs /
+    env_groups`` environments) using ``tfagents_vtrace.envs.make_vector_env``."""
 
     from tfagents_vtrace.envs.factory import vector_env_factory
 
     make = vector_env_factory(spec.env_id, spec.env_mode, spec.env_kwargs,
                               step_timeout(spec.env_step_timeout_s))  # fmt: skip
-    return lambda seed: make(spec.num_envs, seed)
+    return lambda seed: make(group_size(spec), seed)
+
+
+def group_size(spec) -> int:
+    """Environments per group of an :class:`ActorSpec` or a ``RunConfig``: what an actor's
+    ``env_factory`` makes per call."""
+    return spec.num_envs // getattr(spec, "env_groups", 1)
 
 
 def build_network(network_config, env_id: str, env_kwargs: dict | None = None):
@@ -139,6 +168,20 @@ def build_network(network_config, env_id: str, env_kwargs: dict | None = None):
     return make_network(network_config, spaces.observation, spaces.action)
 
 
+class _Group:
+    """One vector environment of an actor and its columns' carry (module docstring,
+    "Environment groups"): the observation, flags, previous action / reward, recurrent
+    state and episode statistics of columns ``cols`` of the unroll, and the step in flight."""
+
+    def __init__(self, index: int, cols: slice, env):
+        self.index, self.cols, self.env = index, cols, env
+        self.since = 0.0  # perf_counter() while an environment call runs (0: none)
+        self.pending = None  # the step in flight: a Future, or a (result, error) pair
+        self.check_output = not getattr(env, "checks_output", False)
+        self.obs = None  # the observation of the step to come ([B/G, ...] or a nest)
+        self.action = self.new_state = None  # the step in flight's action and next state
+
+
 class Actor:
     """Steps ``spec.num_envs`` environments and returns unrolls (see module docstring).
 
@@ -146,8 +189,9 @@ class Actor:
       spec: the :class:`ActorSpec`.
       actor_id: distinguishes the seeds of several actors.
       network: the actor's own network copy (built from the spec when None).
-      env_factory: ``seed -> VectorEnv`` (default: ``make_vector_env``); called again with a
-        new seed when the whole vector fails.
+      env_factory: ``seed -> VectorEnv`` of ``spec.num_envs / spec.env_groups`` environments
+        (default: ``make_vector_env``); called again with a new seed when a whole vector
+        fails.
       env_restarts: the restart count to start from (seeds depend on it).
     """
 
@@ -163,10 +207,10 @@ class Actor:
         # restart count, so its environments and action sampling draw new seeds.
         self._restarts_base = int(env_restarts)
         seed = self._seed(self._restarts_base)
-        self.policy = make_policy(network, spec.policy_impl, seed=seed + 7)
+        self.policy = make_policy(network, spec.policy_impl, seed=seed + 7,
+                                  label=f"actor {self.actor_id}")  # fmt: skip
         self.weights_version = -1
         self.restarts = RestartPolicy()  # whole-vector failures: window, backoff, EnvFailure
-        self.env_call_since = 0.0  # perf_counter() while an env call runs (the watchdog's)
         self.abandoned = False  # set by the owner after a timeout: the next return raises
         self.watched = False  # whether an owner watches the calls (else: the first unroll)
         self._unrolls = 0
@@ -174,7 +218,16 @@ class Actor:
         self._episode_lengths: list[int] = []
         # Seconds per TIMES key since the last unroll's info (a host may add its own).
         self.timing = dict.fromkeys(TIMES, 0.0)
-        self.env = self._make_env(seed)
+        groups, per_group = spec.env_groups, spec.num_envs // spec.env_groups
+        # Overlapped steps run in one helper thread (a group's env.step releases the GIL
+        # while it steps in C: ALE, envpool, subprocess vectors); one group steps inline.
+        self._stepper = ThreadPoolExecutor(1, f"actor-{actor_id}-env") if groups > 1 else None
+        self._groups: list[_Group] = []
+        for g in range(groups):
+            cols = slice(g * per_group, (g + 1) * per_group)
+            group = _Group(g, cols, None)
+            self._groups.append(group)
+            group.env = self._make_env(group, seed)
         self._start_episodes()
 
     def successor(self, network=None) -> Actor:
@@ -186,7 +239,18 @@ class Actor:
     @property
     def env_restarts(self) -> int:
         """Environments made again so far: whole vectors and single sub-environments."""
-        return self._restarts_base + getattr(self.env, "restarts", 0)
+        return self._restarts_base + sum(getattr(g.env, "restarts", 0) for g in self._groups)
+
+    @property
+    def env(self):
+        """The first group's vector environment (the actor's only one with one group)."""
+        return self._groups[0].env
+
+    @property
+    def env_call_since(self) -> float:
+        """``time.perf_counter()`` when the oldest environment call in flight began (0.0:
+        none): what the :class:`~tfagents_vtrace.envs.failures.Watchdog` reads."""
+        return min((g.since for g in self._groups if g.since), default=0.0)
 
     @property
     def what(self) -> str:
@@ -219,43 +283,45 @@ class Actor:
     def _seed(self, restart: int) -> int:
         return int(self.spec.seed) + 10_007 * self.actor_id + 1_000_003 * restart
 
-    def _make_env(self, seed: int):
-        """A new vector from the factory; a resilient one reports failed columns at once
-        (the actor marks the cut) and names this actor in its messages."""
-        self.env_call_since = time.perf_counter()
-        env = self._env_factory(seed)
-        self.env_call_since = 0.0
+    def _make_env(self, group: _Group, seed: int):
+        """A new vector for ``group`` from the factory (a group past the first adds
+        ``GROUP_SEED_STRIDE`` per group to ``seed``); a resilient one reports failed columns
+        at once (the actor marks the cut) and names this actor in its messages."""
+        group.since = time.perf_counter()
+        env = self._env_factory(seed + GROUP_SEED_STRIDE * group.index)
+        group.since = 0.0
         if hasattr(env, "cut_as_truncation"):
             env.cut_as_truncation = False
             env.label = self.what
-        self._check_output = not getattr(env, "checks_output", False)
+        group.check_output = not getattr(env, "checks_output", False)
         return env
 
     def _start_episodes(self) -> None:
-        """Resets every environment and the per-env carry (obs, flags, prev, state)."""
-        self.env_call_since = time.perf_counter()
-        obs, _ = self.env.reset()
-        self.env_call_since = 0.0
+        """Resets every environment and the per-column carry (obs, flags, prev, state)."""
         b = self.spec.num_envs
-        self._obs = obs
+        for group in self._groups:
+            group.since = time.perf_counter()
+            group.obs, _ = group.env.reset()
+            group.since = 0.0
+        env = self._groups[0].env
+        space = self._action_space = env.single_action_space
+        # None, or the action mask's blocks (its entries per action dimension)
+        self._mask_blocks = mask_blocks(getattr(env, "single_observation_space", None), space)
         self._first = np.ones(b, bool)
         self._reset = np.zeros(b, bool)
-        space = self._action_space = self.env.single_action_space
-        # None, or the action mask's blocks (its entries per action dimension)
-        self._mask_blocks = mask_blocks(getattr(self.env, "single_observation_space", None), space)
         self._prev_action = np.zeros((b, *space.shape), space.dtype)
         self._prev_reward = np.zeros(b, np.float32)
-        self._state = self.policy.initial_state(b)
+        self._state = tuple(np.array(s) for s in self.policy.initial_state(b))  # written per group
         self._ep_return = np.zeros(b, np.float64)
         self._ep_length = np.zeros(b, np.int64)
 
-    def _restart_env(self, error: BaseException, step: int):
-        """Makes the whole vector again after ``error`` at its step ``step``
+    def _restart_env(self, group: _Group, error: BaseException, step: int):
+        """Makes ``group``'s whole vector again after ``error`` at its step ``step``
         (:class:`RestartPolicy`: a backoff for failures in a row, :class:`EnvFailure` past
         the limits); returns the new vector's first observation (the caller updates the
         carry)."""
         start = time.perf_counter()
-        self._restarts_base += getattr(self.env, "restarts", 0)  # its own sub-env restarts
+        self._restarts_base += getattr(group.env, "restarts", 0)  # its own sub-env restarts
         while True:
             self.restarts.failed(error, self.what, step)
             self._restarts_base += 1
@@ -263,22 +329,22 @@ class Actor:
                 "%s raised %s: %s; making the vector again (restart %d), its episodes cut there",
                 self.what, type(error).__name__, error, self._restarts_base,
             )  # fmt: skip
-            old, self.env = self.env, None
+            old, group.env = group.env, None
             try:
                 old.close()
             except Exception:  # noqa: BLE001, S110 - a broken env may fail to close too
                 pass
             try:
-                self.env = self._make_env(self._seed(self._restarts_base))
-                self.env_call_since = time.perf_counter()
-                obs, _ = self.env.reset()
-                self.env_call_since = 0.0
+                group.env = self._make_env(group, self._seed(self._restarts_base))
+                group.since = time.perf_counter()
+                obs, _ = group.env.reset()
+                group.since = 0.0
                 check_env_output(obs, 0.0)
                 break
             except ActingError:
                 raise
             except Exception as new_error:  # noqa: BLE001 - counts as one more failure
-                self.env_call_since = 0.0
+                group.since = 0.0
                 error = new_error
         self.timing["env_time"] += time.perf_counter() - start
         if self.abandoned:
@@ -294,11 +360,13 @@ class Actor:
 
     def _alloc(self) -> dict:
         t, b = self.spec.unroll_length, self.spec.num_envs
-        if isinstance(self._obs, np.ndarray):
-            observation = np.empty((t + 1, *self._obs.shape), self._obs.dtype)
-        else:  # a Dict / Tuple observation: one array per leaf
-            new = lambda x: np.empty((t + 1, *np.shape(x)), np.asarray(x).dtype)  # noqa: E731
-            observation = tf.nest.map_structure(new, self._obs)
+        obs = self._groups[0].obs
+
+        def new(x):  # [T+1, B, ...] of one observation leaf (a group's leaf is [B/G, ...])
+            x = np.asarray(x)
+            return np.empty((t + 1, b, *x.shape[1:]), x.dtype)
+
+        observation = new(obs) if isinstance(obs, np.ndarray) else tf.nest.map_structure(new, obs)
         return {
             "observation": observation,
             "first": np.empty((t + 1, b), bool),
@@ -311,18 +379,19 @@ class Actor:
             "truncated": np.empty((t, b), bool),
         }
 
-    def _store_inputs(self, u: dict, t: int) -> None:
-        if isinstance(self._obs, np.ndarray):
-            u["observation"][t] = self._obs
+    def _store_inputs(self, u: dict, t: int, group: _Group) -> None:
+        cols = group.cols
+        if isinstance(group.obs, np.ndarray):
+            u["observation"][t, cols] = group.obs
         else:
             for stored, leaf in zip(
-                observation_leaves(u["observation"]), observation_leaves(self._obs)
+                observation_leaves(u["observation"]), observation_leaves(group.obs)
             ):
-                stored[t] = leaf
-        u["first"][t] = self._first
-        u["reset"][t] = self._reset
-        u["prev_action"][t] = self._prev_action
-        u["prev_reward"][t] = self._prev_reward
+                stored[t, cols] = leaf
+        u["first"][t, cols] = self._first[cols]
+        u["reset"][t, cols] = self._reset[cols]
+        u["prev_action"][t, cols] = self._prev_action[cols]
+        u["prev_reward"][t, cols] = self._prev_reward[cols]
 
     def unroll(self) -> tuple[dict, dict]:
         """Runs ``T`` steps; returns ``(unroll, info)`` (failed environments are made again
@@ -340,62 +409,27 @@ class Actor:
             self.watch(None)
         u = self._alloc()
         u["state"] = tuple(np.array(s) for s in self._state)
-        policies = None
-        inference_time = env_time = 0.0
-        mark = time.perf_counter()  # one clock read per phase change: env -> policy -> env
-        for t in range(self.spec.unroll_length):
-            self._store_inputs(u, t)
-            if self._mask_blocks is not None:
-                self._check_mask(t)
-            action, params, state = self.policy.step(
-                self._obs, self._first, self._prev_action, self._prev_reward, self._state
-            )
-            if policies is None:
-                policies = {
-                    k: np.empty((self.spec.unroll_length, *v.shape), v.dtype)
-                    for k, v in params.items()
-                }
-            for k, v in params.items():
-                policies[k][t] = v
-            u["action"][t] = action
-            stepped = time.perf_counter()
-            inference_time += stepped - mark
-            check_actions(action, self._action_space, f"actor {self.actor_id}")
-            self.env_call_since = stepped
-            try:
-                # The env gets the action in its dtype and bounds (a Gaussian draw clipped
-                # to the Box); the unroll keeps the draw itself, which the learner scores.
-                obs, reward, terminated, truncated, infos = self.env.step(
-                    env_action(action, self._action_space)
-                )
-                if self._check_output:
-                    check_env_output(obs, reward)
-            except ActingError as error:  # past the sub-environments' restart limits
-                self.env_call_since = 0.0
-                if self.abandoned:
-                    raise ActorAbandoned(self.what) from error
-                raise
-            except Exception as error:  # noqa: BLE001 - any env failure restarts the env
-                self.env_call_since = 0.0
-                if self.abandoned:
-                    raise ActorAbandoned(self.what) from error
-                obs = self._restart_env(error, self._unrolls * self.spec.unroll_length + t)
-                b = self.spec.num_envs
-                reward, terminated, truncated = np.zeros(b), np.zeros(b, bool), np.zeros(b, bool)
-                self._cut(u, t, np.ones(b, bool))
-            else:
-                self.env_call_since = 0.0
-                if self.abandoned:
-                    raise ActorAbandoned(self.what)
-                if infos and "env_failed" in infos:
-                    self._cut(u, t, infos["env_failed"])
-            self._advance(u, t, obs, reward, terminated, truncated, action, state)
-            mark = time.perf_counter()
-            env_time += mark - stepped
+        self._policies = None
+        self._times = [0.0, 0.0]  # inference, env
+        # Group g's step t+1 starts right after its step t ends, so while one group's
+        # environments step the others' policy steps run (one group: step by step).
+        length = self.spec.unroll_length
+        try:
+            for group in self._groups:
+                self._begin_step(u, 0, group)
+            for t in range(length):
+                for group in self._groups:
+                    self._end_step(u, t, group)
+                    if t + 1 < length:
+                        self._begin_step(u, t + 1, group)
+        except BaseException:
+            self._drain()
+            raise
         self._unrolls += 1
-        self._add_times(inference_time, env_time)
-        self._store_inputs(u, self.spec.unroll_length)
-        u["policy"] = policies
+        self._add_times(*self._times)
+        for group in self._groups:
+            self._store_inputs(u, length, group)
+        u["policy"] = self._policies
         info = {
             "episode_returns": np.asarray(self._episode_returns, np.float64),
             "episode_lengths": np.asarray(self._episode_lengths, np.int64),
@@ -408,66 +442,159 @@ class Actor:
         self.timing = dict.fromkeys(TIMES, 0.0)
         return u, info
 
-    def _check_mask(self, t: int) -> None:
+    def _begin_step(self, u: dict, t: int, group: _Group) -> None:
+        """Step ``t`` of ``group`` up to its environment call: the inputs stored, the
+        policy's action recorded and sent to the environments (stepped now with one group,
+        in the helper thread with several)."""
+        mark = time.perf_counter()
+        cols = group.cols
+        self._store_inputs(u, t, group)
+        if self._mask_blocks is not None:
+            self._check_mask(t, group)
+        state = tuple(s[cols] for s in self._state)
+        action, params, state = self.policy.step(
+            group.obs, self._first[cols], self._prev_action[cols], self._prev_reward[cols], state
+        )
+        if self._policies is None:
+            b = self.spec.num_envs
+            self._policies = {
+                k: np.empty((self.spec.unroll_length, b, *v.shape[1:]), v.dtype)
+                for k, v in params.items()
+            }
+        for k, v in params.items():
+            self._policies[k][t, cols] = v
+        u["action"][t, cols] = action
+        group.action, group.new_state = action, state
+        stepped = time.perf_counter()
+        self._times[0] += stepped - mark
+        check_actions(action, self._action_space, f"actor {self.actor_id}")
+        # The env gets the action in its dtype and bounds (a Gaussian draw clipped to the
+        # Box); the unroll keeps the draw itself, which the learner scores.
+        env_input = env_action(action, self._action_space)
+        group.since = stepped
+        if self._stepper is None:
+            group.pending = _call(group.env.step, env_input)
+        else:
+            group.pending = self._stepper.submit(_call, group.env.step, env_input)
+        self._times[1] += time.perf_counter() - stepped
+
+    def _end_step(self, u: dict, t: int, group: _Group) -> None:
+        """Step ``t`` of ``group`` from its environment call's outcome on: failures handled
+        (module docstring), the outcome recorded and the carry moved to step ``t + 1``."""
+        mark = time.perf_counter()
+        pending, group.pending = group.pending, None
+        result, error = pending if isinstance(pending, tuple) else pending.result()
+        group.since = 0.0
+        if self.abandoned:
+            raise ActorAbandoned(self.what) from error
+        b = group.cols.stop - group.cols.start
+        if error is None and group.check_output:
+            try:
+                check_env_output(result[0], result[1])
+            except ActingError:
+                raise
+            except Exception as bad:  # noqa: BLE001 - a malformed step counts as a failure
+                error = bad
+        if isinstance(error, ActingError):  # past the sub-environments' restart limits
+            raise error
+        if error is not None:  # any env failure restarts the group's vector
+            step = self._unrolls * self.spec.unroll_length + t
+            obs = self._restart_env(group, error, step)
+            reward, terminated, truncated = np.zeros(b), np.zeros(b, bool), np.zeros(b, bool)
+            self._cut(u, t, group, np.ones(b, bool))
+        else:
+            obs, reward, terminated, truncated, infos = result
+            if infos and "env_failed" in infos:
+                self._cut(u, t, group, infos["env_failed"])
+        self._advance(u, t, group, obs, reward, terminated, truncated)
+        self._times[1] += time.perf_counter() - mark
+
+    def _drain(self) -> None:
+        """Waits for the steps still in flight (an unroll that raises leaves none behind)."""
+        for group in self._groups:
+            pending, group.pending = group.pending, None
+            if pending is not None and not isinstance(pending, tuple):
+                pending.result()
+            group.since = 0.0
+
+    def _check_mask(self, t: int, group: _Group) -> None:
         """Raises ``NoActionAllowed`` when the observation's action mask allows nothing in a
         column whose action the environment takes (every column but reset steps')."""
-        bad = first_all_masked(self._obs[MASK_KEY], self._mask_blocks, skip=self._reset)
+        cols = group.cols
+        bad = first_all_masked(group.obs[MASK_KEY], self._mask_blocks, skip=self._reset[cols])
         if bad is None:
             return
         env, block = bad
         step = self._unrolls * self.spec.unroll_length + t
         dim = f", action dimension {block}" if len(self._mask_blocks) > 1 else ""
         raise NoActionAllowed(
-            f"action_mask: no action allowed at step {step} (env {env}{dim}) of actor "
-            f"{self.actor_id}: environment {self.spec.env_id} must allow at least one action"
+            f"action_mask: no action allowed at step {step} (env {env + cols.start}{dim}) of "
+            f"actor {self.actor_id}: environment {self.spec.env_id} must allow at least one "
+            "action"
         )
 
-    def _cut(self, u: dict, t: int, failed: np.ndarray) -> None:
-        """Marks the episodes of the ``failed`` columns as cut at step ``t`` (module
+    def _cut(self, u: dict, t: int, group: _Group, failed: np.ndarray) -> None:
+        """Marks the episodes of ``group``'s ``failed`` columns as cut at step ``t`` (module
         docstring): step ``t`` a reset step, the step before truncated, the next
         observation a first one; the cut episodes' statistics are dropped."""
+        cols = group.cols
         failed = np.asarray(failed, bool)
-        cut = failed & ~self._reset  # a column in a reset step ended its episode already
-        u["reset"][t] |= cut
+        cut = failed & ~self._reset[cols]  # a column in a reset step ended its episode already
+        u["reset"][t, cols] |= cut
         if t > 0:  # an episode cut at its first observation has no step to truncate
-            u["truncated"][t - 1] |= cut & ~self._first
-        self._reset = self._reset | failed  # first_{t+1} = reset_t
-        self._ep_return[failed] = 0.0
-        self._ep_length[failed] = 0
+            u["truncated"][t - 1, cols] |= cut & ~self._first[cols]
+        self._reset[cols] |= failed  # first_{t+1} = reset_t
+        self._ep_return[cols][failed] = 0.0
+        self._ep_length[cols][failed] = 0
 
     def _add_times(self, inference_time: float, env_time: float) -> None:
         self.timing["inference_time"] += inference_time
         self.timing["env_time"] += env_time
 
-    def _advance(self, u, t, obs, reward, terminated, truncated, action, state) -> None:
-        """Records step ``t``'s outcome and moves the carry to step ``t + 1``."""
+    def _advance(self, u, t, group, obs, reward, terminated, truncated) -> None:
+        """Records ``group``'s step ``t`` outcome and moves its carry to step ``t + 1``."""
+        cols, action = group.cols, group.action
         reward = np.asarray(reward, np.float32)
-        u["reward"][t] = reward
-        u["terminated"][t] = terminated
-        u["truncated"][t] = truncated
+        u["reward"][t, cols] = reward
+        u["terminated"][t, cols] = terminated
+        u["truncated"][t, cols] = truncated
         ended = np.logical_or(terminated, truncated)
-        self._ep_return += reward
-        self._ep_length += ~self._reset
+        ep_return, ep_length = self._ep_return[cols], self._ep_length[cols]  # views
+        ep_return += reward
+        first = self._reset[cols].copy()
+        ep_length += ~first
         if ended.any():
-            self._episode_returns.extend(self._ep_return[ended].tolist())
-            self._episode_lengths.extend(self._ep_length[ended].tolist())
-            self._ep_return[ended] = 0.0
-            self._ep_length[ended] = 0
-        first = self._reset
+            self._episode_returns.extend(ep_return[ended].tolist())
+            self._episode_lengths.extend(ep_length[ended].tolist())
+            ep_return[ended] = 0.0
+            ep_length[ended] = 0
         keep = ~first
-        self._prev_action = np.where(keep.reshape((-1,) + (1,) * (action.ndim - 1)), action, 0)
-        self._prev_action = self._prev_action.astype(u["action"].dtype)
-        self._prev_reward = np.where(keep, reward, 0.0).astype(np.float32)
-        self._first = first
-        self._reset = ended
-        self._obs = obs
-        self._state = state
+        self._prev_action[cols] = np.where(
+            keep.reshape((-1,) + (1,) * (action.ndim - 1)), action, 0
+        ).astype(u["action"].dtype)
+        self._prev_reward[cols] = np.where(keep, reward, 0.0)
+        self._first[cols] = first
+        self._reset[cols] = ended
+        group.obs = obs
+        for carried, new in zip(self._state, group.new_state):
+            carried[cols] = new
 
     def close(self) -> None:
-        """Closes the environment (and ends its watch)."""
+        """Closes the environments (and ends the watch)."""
         self.unwatch()
-        if self.env is not None:
-            self.env.close()
+        if self._stepper is not None:
+            self._stepper.shutdown(wait=False, cancel_futures=True)
+        for group in self._groups:
+            if group.env is not None:
+                group.env.close()
+
+
+def _call(step, actions) -> tuple:
+    """``(step(actions), None)``, or ``(None, error)`` when it raises."""
+    try:
+        return step(actions), None
+    except Exception as error:  # noqa: BLE001 - the actor handles it (module docstring)
+        return None, error
 
 
 class WeightStore:

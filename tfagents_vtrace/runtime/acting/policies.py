@@ -13,7 +13,15 @@ policy on many environments at once. Two implementations share one interface:
   than the compiled TF step at CartPole sizes (docs/results/implementation_choices.md). It
   reads the weights of the network's own layers; tests compare it with the TF network.
 
-Both take and return numpy arrays: ``step(obs [B, ...], first [B], prev_action [B(, A)],
+:class:`FastestPolicy` (``policy_impl="fastest"``) holds several of them for one
+feed-forward network (numpy where it applies, the compiled TF step, the same under XLA): its
+first calls take turns between them and time each where it runs, in the actor's own thread
+beside the learner; it then acts with the one of the lowest median time per call and prints
+the choice once. Which is faster depends on the CPU (bfloat16 and AMX make TensorFlow's
+convolutions cheap, numpy's float32 is the same everywhere), the batch and what competes
+for TensorFlow's thread pool (docs/results/pong.md).
+
+All take and return numpy arrays: ``step(obs [B, ...], first [B], prev_action [B(, A)],
 prev_reward [B], state) -> (action [B(, A)], policy params dict of [B, ...], new state)``,
 and ``set_weights(list_of_numpy)`` in ``network.get_weights()`` order. Dict / Tuple
 observations (a nest of arrays) and MultiDiscrete / MultiBinary actions act through
@@ -21,6 +29,9 @@ observations (a nest of arrays) and MultiDiscrete / MultiBinary actions act thro
 """
 
 from __future__ import annotations
+
+import sys
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -294,6 +305,77 @@ class NumpyConvPolicy:
         return action.astype(np.int32), {"logits": logits}, ()
 
 
+class FastestPolicy:
+    """Acts with each of ``candidates`` in turn for its first calls, then with the fastest
+    (module docstring).
+
+    Args:
+      candidates: ``{name: policy}`` of feed-forward policies of one network (same
+        ``step`` / ``set_weights`` interface).
+      warmup: calls of each candidate not timed (tracing, compilation, caches).
+      trials: timed calls of each candidate.
+      label: names the owner in the printed choice (e.g. ``"actor 0"``).
+    """
+
+    def __init__(self, candidates: dict, warmup: int = 3, trials: int = 15, label: str = ""):
+        if not candidates:
+            raise ValueError("candidates: expected at least one policy")
+        self.candidates = dict(candidates)
+        self.warmup, self.trials, self.label = int(warmup), int(trials), label
+        self.chosen: str | None = None if len(candidates) > 1 else next(iter(candidates))
+        self.times: dict[str, list[float]] = {name: [] for name in candidates}
+        self._calls = 0
+        self._batch = 0
+
+    @property
+    def greedy(self) -> bool:
+        return next(iter(self.candidates.values())).greedy
+
+    def initial_state(self, batch_size: int) -> tuple:
+        """``()``: feed-forward."""
+        return ()
+
+    def set_weights(self, weights: list[np.ndarray]) -> None:
+        """Loads weights into the chosen policy (into every candidate before the choice)."""
+        names = self.candidates if self.chosen is None else (self.chosen,)
+        loaded = set()
+        for name in names:
+            policy = self.candidates[name]
+            key = id(getattr(policy, "network", policy))  # TF candidates share a network
+            if key not in loaded:
+                policy.set_weights(weights)
+                loaded.add(key)
+
+    def step(self, obs, first, prev_action, prev_reward, state):
+        """One batched step of the chosen policy, or of the candidate whose turn it is."""
+        if self.chosen is not None:
+            return self.candidates[self.chosen].step(obs, first, prev_action, prev_reward, state)
+        names = list(self.candidates)
+        name = names[self._calls % len(names)]
+        self._calls += 1
+        self._batch = len(first)
+        start = time.perf_counter()
+        out = self.candidates[name].step(obs, first, prev_action, prev_reward, state)
+        if self._calls > self.warmup * len(names):
+            self.times[name].append(time.perf_counter() - start)
+            if all(len(t) >= self.trials for t in self.times.values()):
+                self._choose()
+        return out
+
+    def _choose(self) -> None:
+        medians = {name: float(np.median(t)) for name, t in self.times.items()}
+        self.chosen = min(medians, key=medians.get)
+        per_step = lambda name: 1e3 * medians[name] / max(self._batch, 1)  # noqa: E731
+        others = ", ".join(f"{n} {per_step(n):.3f}" for n in medians if n != self.chosen)
+        who = f"{self.label}: " if self.label else ""
+        print(
+            f"{who}policy_impl fastest -> {self.chosen} ({per_step(self.chosen):.3f} ms per "
+            f"agent step at {self._batch} observations per call; {others})",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def numpy_policy_class(network, impl: str):
     """The numpy policy class that acts for ``network`` under ``policy_impl=impl``, or None:
     "auto" takes :class:`NumpyMLPPolicy` where it applies; "numpy" also
@@ -302,9 +384,13 @@ def numpy_policy_class(network, impl: str):
         return None
     if NumpyMLPPolicy.supports(network):
         return NumpyMLPPolicy
-    if impl == "numpy" and NumpyConvPolicy.supports(network):
+    if impl in ("numpy", "fastest") and NumpyConvPolicy.supports(network):
         return NumpyConvPolicy
     return None
+
+
+IMPLS = ("auto", "tf", "numpy", "fastest")
+"""The ``policy_impl`` values (:func:`make_policy`; ``RunConfig.policy_impl``)."""
 
 
 def _plain_observation(network) -> bool:
@@ -316,12 +402,25 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def make_policy(network, impl: str = "auto", greedy: bool = False, seed: int = 0):
-    """``impl``: "tf"; "auto" (numpy for MLP categorical [+ LSTM] networks, else TF); or
+def make_policy(network, impl: str = "auto", greedy: bool = False, seed: int = 0, label: str = ""):
+    """``impl``: "tf"; "auto" (numpy for MLP categorical [+ LSTM] networks, else TF);
     "numpy" (MLP categorical [+ LSTM], or a feed-forward categorical conv network of
-    :attr:`NumpyConvPolicy.TORSOS`; ValueError naming ``policy_impl`` for others)."""
-    if impl not in ("auto", "tf", "numpy"):
-        raise ValueError(f"policy_impl: expected 'auto', 'tf' or 'numpy', received {impl!r}")
+    :attr:`NumpyConvPolicy.TORSOS`; ValueError naming ``policy_impl`` for others); or
+    "fastest" (:class:`FastestPolicy` over numpy where it applies, TF and TF under XLA, for a
+    feed-forward network; "auto" for a recurrent one). ``label`` names the owner in what
+    "fastest" prints."""
+    if impl not in IMPLS:
+        raise ValueError(f"policy_impl: expected one of {IMPLS}, received {impl!r}")
+    if impl == "fastest":
+        if network.initial_state(1):  # recurrent: the candidates' states differ
+            return make_policy(network, "auto", greedy, seed)
+        candidates = {}
+        cls = numpy_policy_class(network, impl)
+        if cls is not None:
+            candidates["numpy"] = cls(network, greedy=greedy, seed=seed)
+        candidates["tf"] = TFPolicy(network, greedy=greedy, seed=seed)
+        candidates["xla"] = TFPolicy(network, greedy=greedy, seed=seed, jit_compile=True)
+        return FastestPolicy(candidates, label=label)
     cls = numpy_policy_class(network, impl)
     if cls is not None:
         return cls(network, greedy=greedy, seed=seed)

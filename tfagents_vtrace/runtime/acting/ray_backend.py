@@ -88,7 +88,7 @@ from tfagents_vtrace.envs.failures import (
     ActingError,
     EnvFailure,
 )
-from tfagents_vtrace.runtime.acting.actor import put_until_stopped
+from tfagents_vtrace.runtime.acting.actor import group_size, put_until_stopped
 from tfagents_vtrace.runtime.acting.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
@@ -598,7 +598,7 @@ class RayActorPool(RayProcesses, threading.Thread):
         )  # fmt: skip
         self.spec, self.counters = spec, counters
         self.store, self.out, self.stop = store, out, stop
-        self._env_factory = host_env_factory(env_factory, spec.num_envs)
+        self._env_factory = host_env_factory(env_factory, group_size(spec))
         self.error: BaseException | None = None
 
     @classmethod

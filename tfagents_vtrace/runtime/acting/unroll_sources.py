@@ -46,7 +46,7 @@ from tfagents_vtrace.envs.failures import (
     stuck,
     timeout_message,
 )
-from tfagents_vtrace.runtime.acting.actor import Actor, ActorThread, WeightStore
+from tfagents_vtrace.runtime.acting.actor import Actor, ActorThread, WeightStore, group_size
 from tfagents_vtrace.runtime.rundir import stop_signals
 
 log = logging.getLogger(__name__)
@@ -251,7 +251,7 @@ def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, 
     spec = dataclasses.replace(spec, env_step_timeout_s=timeout)
     actor_factory = None
     if env_factory is not None:
-        actor_factory = lambda seed: env_factory(run.num_envs, seed)  # noqa: E731
+        actor_factory = lambda seed: env_factory(group_size(spec), seed)  # noqa: E731
 
     def new_actor(i: int) -> Actor:
         return Actor(spec, i, network_factory(), actor_factory)
