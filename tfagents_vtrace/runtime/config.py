@@ -112,6 +112,12 @@ class RunConfig:
     a local Ray with max(cpu_count, ceil(num_actors * ray_actor_cpus)) CPUs."""
     ray_actor_cpus: float = 1.0
     """backend="ray": CPUs each Ray actor reserves (e.g. 0.5 packs two actors per core)."""
+    ship_frames_once: bool = True
+    """Actor threads and Ray actors ship a stacked-frame observation (uint8 ``[..., S]``,
+    Atari's 4 frames) with each frame once, and the learner stacks them again where the
+    unroll leaves the queue, exactly (:mod:`tfagents_vtrace.runtime.acting.frames`): about
+    a quarter of the bytes a Ray actor sends for Atari. Other observations ship as they are;
+    the inline actor (``num_actors=0``) ships nothing."""
     export_policy: bool = True
     """Write DIR/policy (SavedModel) at the end."""
     deterministic: bool = False
@@ -162,6 +168,10 @@ class RunConfig:
             )
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"deterministic: expected a bool, received {self.deterministic!r}")
+        if not isinstance(self.ship_frames_once, bool):
+            raise ValueError(
+                f"ship_frames_once: expected a bool, received {self.ship_frames_once!r}"
+            )
         if not isinstance(self.eval_background, bool):
             raise ValueError(f"eval_background: expected a bool, received {self.eval_background!r}")
         if self.eval_background and self.deterministic:

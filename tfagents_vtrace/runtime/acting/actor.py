@@ -22,7 +22,12 @@ first observation of the next episode, so ``first_{t+1} = reset_t``. ``prev_acti
 Each unroll's ``info`` also says where the actor's time went (``time.perf_counter``
 seconds since the previous info): ``inference_time`` (policy steps and their inputs),
 ``env_time`` (``env.step`` and the bookkeeping of its outcome, environment recreation
-included) and ``weights_time`` (loading published weights).
+and packing the frames of an unroll to ship included) and ``weights_time`` (loading
+published weights).
+
+An actor whose spec says ``ship_frames_once`` returns its unrolls with a stacked-frame
+observation packed, each frame once (:mod:`~tfagents_vtrace.runtime.acting.frames`), for
+the learner to unpack.
 
 Failing environments (:mod:`tfagents_vtrace.envs.failures`) never cost the unroll:
 
@@ -79,6 +84,7 @@ from tfagents_vtrace.envs.failures import (
     watchdog,
 )
 from tfagents_vtrace.networks.action_masks import MASK_KEY, first_all_masked, mask_blocks
+from tfagents_vtrace.runtime.acting.frames import pack_unroll
 from tfagents_vtrace.runtime.acting.policies import make_policy
 from tfagents_vtrace.runtime.acting.space_checks import (
     check_actions,
@@ -117,6 +123,10 @@ class ActorSpec:
     """Seconds an environment call may take (``RunConfig.env_step_timeout_s``; None or 0:
     no limit): the limit of the watchdog of whoever runs the actor, and of async vectors'
     own waits."""
+    ship_frames_once: bool = False
+    """Unrolls leave :meth:`Actor.unroll` with a stacked-frame observation packed, each frame
+    once (:func:`~tfagents_vtrace.runtime.acting.frames.pack_unroll`): set for actors that
+    ship them to a learner, which unpacks them."""
 
 
 def default_env_factory(spec: ActorSpec) -> Callable[[int], object]:
@@ -396,6 +406,9 @@ class Actor:
         self._add_times(inference_time, env_time)
         self._store_inputs(u, self.spec.unroll_length)
         u["policy"] = policies
+        if self.spec.ship_frames_once:
+            u = pack_unroll(u)
+            self.timing["env_time"] += time.perf_counter() - mark
         info = {
             "episode_returns": np.asarray(self._episode_returns, np.float64),
             "episode_lengths": np.asarray(self._episode_lengths, np.int64),
