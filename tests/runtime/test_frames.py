@@ -8,6 +8,7 @@ might: copies of the first frame, zeros and the frame, or anything random) or re
 
 import importlib.util
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -146,3 +147,57 @@ def test_an_atari_unroll_round_trips():
     assert packed.frames.shape[0] == max(frames_needed(x))
     assert x.nbytes / packed.nbytes > 3.5  # 41 steps of 4 frames in about 44
     np.testing.assert_array_equal(unpack(packed), x)
+
+
+class StackedStrip(gym.Env):
+    """A frame-stack environment: a dot walks a 6x6 strip (Discrete(2): left, right), each
+    frame the strip with the dot and noise, the last 4 frames stacked (uint8 ``[6, 6, 4]``);
+    an episode ends at the right edge (reward 1) or after 12 steps, and starts with its
+    first frame repeated."""
+
+    observation_space = gym.spaces.Box(0, 255, (6, 6, 4), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def _frame(self):
+        frame = self.np_random.integers(0, 32, (6, 6), np.uint8)
+        frame[:, self.x] = 255
+        return frame
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.t = 0, 0
+        self.stack = np.stack([self._frame()] * 4, -1)
+        return self.stack, {}
+
+    def step(self, action):
+        self.x, self.t = int(np.clip(self.x + (1 if action else -1), 0, 5)), self.t + 1
+        self.stack = np.concatenate([self.stack[..., 1:], self._frame()[..., None]], -1)
+        return self.stack, float(self.x == 5), self.x == 5, self.t >= 12, {}
+
+
+def test_deterministic_rows_are_the_same_with_frames_shipped_once(tmp_path, monkeypatch):
+    """Two ``--deterministic`` IMPALA runs on an actor thread, frames shipped once and
+    stacked: the same rows and weights, and the first did pack its unrolls."""
+    import tfagents_vtrace as tv
+    from tests.runtime.test_determinism import TIMINGS
+    from tfagents_vtrace.runtime.acting import frames
+    from tfagents_vtrace.runtime.rundir.metrics_log import read_metrics
+
+    packed = []
+    real_unpack = frames.unpack
+    monkeypatch.setattr(frames, "unpack", lambda p: packed.append(p) or real_unpack(p))
+    runs = []
+    for ship in (True, False):
+        logdir = str(tmp_path / str(ship))
+        tv.train("impala", env=StackedStrip, logdir=logdir, deterministic=True, num_actors=1,
+                 num_envs=4, unroll_length=16, total_steps=1280, eval_every=640,
+                 eval_episodes=2, export=False, ship_frames_once=ship,
+                 verbose=0)  # fmt: skip
+        rows = [{k: v for k, v in row.items() if k not in TIMINGS and not k.startswith("time_")}
+                for row in read_metrics(logdir)]  # fmt: skip
+        runs.append(rows)
+        if ship:
+            assert len(packed) >= 1280 // 64
+            assert all(p.frames.shape[0] < 17 * 4 for p in packed)  # fewer than 17 stacks of 4
+    assert len(runs[0]) >= 5
+    assert runs[0] == runs[1]
