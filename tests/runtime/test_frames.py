@@ -175,6 +175,25 @@ class StackedStrip(gym.Env):
         return self.stack, float(self.x == 5), self.x == 5, self.t >= 12, {}
 
 
+STRIP_ID = "StackedStrip-v0"
+if (
+    STRIP_ID not in gym.registry
+):  # a Ray actor makes it as tests.runtime.test_frames:StackedStrip-v0
+    gym.register(STRIP_ID, entry_point=StackedStrip, disable_env_checker=True)
+
+
+def assert_strip_stacks(observation, first):
+    """The stacks :class:`StackedStrip` makes: the first frame repeated where an episode
+    starts, slid by one frame from the step before elsewhere (after step 0)."""
+    starts = observation[first]
+    np.testing.assert_array_equal(starts, np.repeat(starts[..., :1], 4, axis=-1))
+    later = ~first[1:]
+    np.testing.assert_array_equal(
+        observation[1:][later][..., :-1], observation[:-1][later][..., 1:]
+    )
+    assert first.any() and later.any()
+
+
 def test_deterministic_rows_are_the_same_with_frames_shipped_once(tmp_path, monkeypatch):
     """Two ``--deterministic`` IMPALA runs on an actor thread, frames shipped once and
     stacked: the same rows and weights, and the first did pack its unrolls."""
