@@ -220,7 +220,7 @@ class Bench:
             WeightStore,
             build_network,
         )
-        from tfagents_vtrace.runtime.acting.frames import pack_unroll
+        from tfagents_vtrace.runtime.acting.frames import pack_unroll, unpack_unroll
 
         env_id = flagfile_value(path, "env")
         stub_env = bool(env_id and env_id.startswith("ALE/") and (args.stub_env or not atari))
@@ -245,7 +245,17 @@ class Bench:
             if item is not None:
                 self.recorded.append(item[0])
         recorder.close()
-        self.packed = [pack_unroll(u) for u in self.recorded]
+        passes, start = 5, time.process_time()
+        for _ in range(passes):
+            self.packed = [pack_unroll(u) for u in self.recorded]
+        packed = time.process_time()
+        for _ in range(passes):
+            [unpack_unroll(u) for u in self.packed]
+        per_unroll = 1e3 / (passes * len(self.recorded))
+        self.frames_ms = {  # CPU ms per unroll of shipping frames once: pack, unpack
+            "pack": per_unroll * (packed - start),
+            "unpack": per_unroll * (time.process_time() - packed),
+        }
         self.store, self.version = WeightStore(), 0
         self.steps_per_unroll = run.unroll_length * run.num_envs
         shipped = {STACKED: self.recorded, ONCE: self.packed}
@@ -277,6 +287,8 @@ class Bench:
             f"policy_impl {run.policy_impl}; observation {shape} "
             f"{getattr(obs, 'dtype', '')}; per unroll as shipped: "
             + ", ".join(f"{frames} {n / 1e6:.2f} MB" for frames, n in self.unroll_bytes.items())
+            + f"; shipping frames once costs {self.frames_ms['pack']:.1f} ms (pack) + "
+            f"{self.frames_ms['unpack']:.1f} ms (unpack) of CPU per unroll"
         )
 
     def start_actors(self, n_stub: int, n_real: int) -> None:
@@ -410,6 +422,7 @@ def summarize(bench: Bench, runs: dict, waits: dict, actors: list[int], frames: 
         "frames": frames,
         "unroll_bytes": bench.unroll_bytes[frames],
         "bytes_per_agent_step": bench.unroll_bytes[frames] / bench.steps_per_unroll,
+        "frames_once_cpu_ms_per_unroll": bench.frames_ms,
         "runs": runs,
         "medians": med,
         "ms_per_unroll": per_unroll_ms,

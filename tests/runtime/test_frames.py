@@ -220,3 +220,46 @@ def test_deterministic_rows_are_the_same_with_frames_shipped_once(tmp_path, monk
             assert all(p.frames.shape[0] < 17 * 4 for p in packed)  # fewer than 17 stacks of 4
     assert len(runs[0]) >= 5
     assert runs[0] == runs[1]
+
+
+RAY = {"num_actors": 1, "backend": "ray"}
+CLUSTER = {**RAY, "ray_address": "auto"}
+
+
+@pytest.mark.parametrize(
+    "settings, packs",
+    [
+        ({"num_actors": 1}, False),  # threads share the learner's memory: not by default
+        ({"num_actors": 1, "ship_frames_once": True}, True),
+        ({"num_actors": 0, "ship_frames_once": True}, False),  # the inline actor ships nothing
+        (RAY, False),  # a private Ray's actors: through this machine's memory
+        (CLUSTER, True),  # a cluster's: maybe over a network
+        ({**RAY, "ship_frames_once": True}, True),
+        ({**CLUSTER, "ship_frames_once": False}, False),
+    ],
+)
+def test_which_actors_ship_frames_once(settings, packs):
+    from tfagents_vtrace.networks.config import NetworkConfig
+    from tfagents_vtrace.runtime.acting.actor import ActorSpec, build_network
+    from tfagents_vtrace.runtime.acting.unroll_sources import unroll_source
+    from tfagents_vtrace.runtime.config import RunConfig
+
+    if settings.get("backend") == "ray":
+        pytest.importorskip("ray", reason="ray is not installed (pip install .[ray])")
+    net = NetworkConfig(hidden_sizes=(8,))
+    run = RunConfig(env_id=STRIP_ID, num_envs=2, **settings)
+    spec = ActorSpec(STRIP_ID, net, num_envs=2, unroll_length=4)
+    source = unroll_source(run, spec, lambda: build_network(net, STRIP_ID))
+    (actor,) = [source.actor] if source.inline else source.threads  # a Ray pool is not started
+    actor = getattr(actor, "actor", actor)  # an actor thread's actor
+    assert actor.spec.ship_frames_once is packs
+    if hasattr(actor, "close"):
+        actor.close()
+
+
+def test_ship_frames_once_takes_none_or_a_bool():
+    from tfagents_vtrace.runtime.config import RunConfig
+
+    assert RunConfig().ship_frames_once is None
+    with pytest.raises(ValueError, match="ship_frames_once: expected None or a bool"):
+        RunConfig(ship_frames_once="yes")

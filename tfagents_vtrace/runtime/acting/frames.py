@@ -20,10 +20,13 @@ stored from its own stack whenever the slide does not hold.
 last axis of 1, or an array whose stacks slide at most at half the steps (no frame stack:
 the packed form would not be smaller).
 
-Actors that ship unrolls to the learner (actor threads, Ray actors: ``ship_frames_once``)
-pack them with :func:`pack_unroll`, and the unroll source unpacks them with
-:func:`unpack_unroll` where they leave its queue, so the learner, the replay and the
-statistics see the plain layout of :mod:`~tfagents_vtrace.runtime.acting.actor`.
+Actors that ship unrolls to the learner (``RunConfig.ship_frames_once``: a Ray cluster's
+actors by default, others on request) pack them with :func:`pack_unroll` as an unroll ends,
+and the unroll source unpacks them with :func:`unpack_unroll` where they leave its queue, so
+the learner, the replay and the statistics see the plain layout of
+:mod:`~tfagents_vtrace.runtime.acting.actor`. Both make a few passes over the unroll's
+bytes: :func:`slid` compares each step's bytes with the step before's, contiguously, and
+:func:`unpack` fills one step at a time, while its frames are in the cache.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ and ``close()`` stops it. Three kinds:
 
 ``start(version, weights)`` publishes the first weights, then starts the actors.
 
-With ``ship_frames_once`` the actors of a queue (threads, Ray processes) ship a stacked-frame
-observation with each frame once, and :meth:`QueueSource.next` unpacks it as the unroll
-leaves the queue (:mod:`~tfagents_vtrace.runtime.acting.frames`), so the learner, the replay
-and the statistics take the actor's plain layout.
+With ``ship_frames_once`` (by default: a Ray cluster's actors) the actors of a queue ship a
+stacked-frame observation with each frame once, and :meth:`QueueSource.next` unpacks it as
+the unroll leaves the queue (:mod:`~tfagents_vtrace.runtime.acting.frames`), so the learner,
+the replay and the statistics take the actor's plain layout.
 
 Hung environments (``env_step_timeout_s``, :class:`~tfagents_vtrace.envs.failures.
 Watchdog`): an actor thread whose environment call exceeds the limit is abandoned (a daemon
@@ -257,7 +257,10 @@ def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, 
     ``counters`` (optional) count a replaced Ray actor's restart at once."""
     timeout = getattr(run, "env_step_timeout_s", spec.env_step_timeout_s)
     inline = run.backend == "local" and run.num_actors == 0
-    ship = getattr(run, "ship_frames_once", False) and not inline
+    ship = getattr(run, "ship_frames_once", None)
+    if ship is None:  # unrolls that may cross a network (RunConfig.ship_frames_once)
+        ship = run.backend == "ray" and bool(getattr(run, "ray_address", None))
+    ship = ship and not inline
     spec = dataclasses.replace(spec, env_step_timeout_s=timeout, ship_frames_once=ship)
     actor_factory = None
     if env_factory is not None:
