@@ -407,8 +407,9 @@ class Actor:
         self._store_inputs(u, self.spec.unroll_length)
         u["policy"] = policies
         if self.spec.ship_frames_once:
+            start = time.perf_counter()
             u = pack_unroll(u)
-            self.timing["env_time"] += time.perf_counter() - mark
+            self.timing["env_time"] += time.perf_counter() - start
         info = {
             "episode_returns": np.asarray(self._episode_returns, np.float64),
             "episode_lengths": np.asarray(self._episode_lengths, np.int64),

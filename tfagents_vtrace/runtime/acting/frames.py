@@ -12,8 +12,8 @@ frame ``S`` times. :func:`pack` keeps, per column ``b``, a sequence of frames:
 as ``frames [L, B, H, W]`` (each column's sequence, padded with zeros to the longest, ``L``)
 and ``index [T+1, B]`` int32, the position in ``frames`` of step ``t``'s newest frame in
 column ``b``. Step ``t``'s stack is then ``frames[index[t, b] - S + 1 .. index[t, b], b]``,
-moved to the last axis, which is all :func:`unpack` does (one gather): the result is the
-original array bit for bit, whatever the environment did at its resets, since a step is
+moved to the last axis, which is what :func:`unpack` gathers: the result is the original
+array bit for bit, whatever the environment did at its resets, since a step is
 stored from its own stack whenever the slide does not hold.
 
 :func:`pack` leaves anything else as it is: a Dict / Tuple observation, another dtype, a
@@ -36,7 +36,8 @@ import dataclasses
 import numpy as np
 
 MIN_SLID = 0.5
-"""The fraction of steps (after the first) whose stacks must slide for :func:`pack` to pack."""
+""":func:`pack` packs only when more than this fraction of the stacks after the first step
+slid (else the array is no frame stack, and its packed form would be no smaller)."""
 
 
 @dataclasses.dataclass(frozen=True)
