@@ -3,6 +3,7 @@ stub Ray actors that replay recorded unrolls, and from real Ray actors.
 
     python benchmarks/learner_intake.py [--configs=impala_cartpole,impala_atari_pong]
         [--actors=1,2,4] [--seconds=4 | --updates=N] [--repeats=3] [--quick] [--stub_env]
+        [--frames=stacked,once]
 
 For each flagfile in ``--configs`` (a shipped config's name or a path) one learner (the
 flagfile's network, optimizer and update: ``ImpalaLearner.train_step``) runs the training
@@ -28,6 +29,16 @@ published every ``batch_unrolls`` of them, as in training): ``t`` (stub actors, 
 of ``--actors``: what Ray's transport delivers at most) and ``r1`` (one real actor: one
 actor's rate).
 
+``--frames`` says how the unrolls ship, each setting measured in turn within every repeat
+(``e`` once for all): ``stacked``, as the actor made them, and ``once``, each frame of a
+stacked-frame observation once (``ship_frames_once``,
+:mod:`tfagents_vtrace.runtime.acting.frames`): the stub actors answer with the recorded
+unrolls packed, the real ones pack theirs, the unroll source unpacks them for the learner
+(and ``a`` unpacks them in its loop). Printed per setting: the MB per unroll and bytes per
+agent step as shipped, a table and verdict each, then both side by side with Ray's delivery
+(``t``); each config's first line also gives the thread CPU time of packing and of unpacking
+one of its recorded unrolls.
+
 Ray starts once; each config's actors are built once (the largest count of each kind) and
 every measurement drives a new pool over the first N of them, so the measurements take turns
 within each repeat and load from other processes hits them alike. A measurement warms up
@@ -37,7 +48,8 @@ still in flight are waited for before the next one starts. Printed: medians over
 per unroll in b minus in a), the learner thread's wait for its unrolls, and for one actor
 the serial bound ``1 / (1/a + 1/r1)`` (acting and learning taking turns on the CPU) beside
 the overlapped one ``min(a, r1)``; the last line is JSON. The first line names the machine
-(``benchmarks/machine.py``). The default run takes about 6 minutes on 2 cores.
+(``benchmarks/machine.py``). The default run (both ``--frames`` settings) takes about 12
+minutes on 2 cores.
 
 ALE configs need the ``atari`` extra; without it an ALE config runs on a stub environment of
 the same spaces (84x84x4 uint8 frames, 6 actions; ``--stub_env`` forces it) and the output
