@@ -176,9 +176,8 @@ class StackedStrip(gym.Env):
 
 
 STRIP_ID = "StackedStrip-v0"
-if (
-    STRIP_ID not in gym.registry
-):  # a Ray actor makes it as tests.runtime.test_frames:StackedStrip-v0
+# registered on import, so that a Ray actor that imports this module can make it
+if STRIP_ID not in gym.registry:
     gym.register(STRIP_ID, entry_point=StackedStrip, disable_env_checker=True)
 
 
@@ -196,7 +195,7 @@ def assert_strip_stacks(observation, first):
 
 def test_deterministic_rows_are_the_same_with_frames_shipped_once(tmp_path, monkeypatch):
     """Two ``--deterministic`` IMPALA runs on an actor thread, frames shipped once and
-    stacked: the same rows and weights, and the first did pack its unrolls."""
+    stacked: the same rows and final row, and the first did pack its unrolls."""
     import tfagents_vtrace as tv
     from tests.runtime.test_determinism import TIMINGS
     from tfagents_vtrace.runtime.acting import frames
@@ -205,21 +204,23 @@ def test_deterministic_rows_are_the_same_with_frames_shipped_once(tmp_path, monk
     packed = []
     real_unpack = frames.unpack
     monkeypatch.setattr(frames, "unpack", lambda p: packed.append(p) or real_unpack(p))
-    runs = []
+    runs, finals = [], []
     for ship in (True, False):
         logdir = str(tmp_path / str(ship))
-        tv.train("impala", env=StackedStrip, logdir=logdir, deterministic=True, num_actors=1,
-                 num_envs=4, unroll_length=16, total_steps=1280, eval_every=640,
-                 eval_episodes=2, export=False, ship_frames_once=ship,
-                 verbose=0)  # fmt: skip
+        final = tv.train("impala", env=StackedStrip, logdir=logdir, deterministic=True,
+                         num_actors=1, num_envs=4, unroll_length=16, total_steps=1280,
+                         eval_every=640, eval_episodes=2, export=False,
+                         ship_frames_once=ship, verbose=0)  # fmt: skip
         rows = [{k: v for k, v in row.items() if k not in TIMINGS and not k.startswith("time_")}
                 for row in read_metrics(logdir)]  # fmt: skip
         runs.append(rows)
+        finals.append({k: v for k, v in final.items() if k not in TIMINGS and "wall" not in k})
         if ship:
             assert len(packed) >= 1280 // 64
             assert all(p.frames.shape[0] < 17 * 4 for p in packed)  # fewer than 17 stacks of 4
     assert len(runs[0]) >= 5
     assert runs[0] == runs[1]
+    assert finals[0] == finals[1]
 
 
 RAY = {"num_actors": 1, "backend": "ray"}
