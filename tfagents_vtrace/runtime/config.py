@@ -114,14 +114,14 @@ class RunConfig:
     """backend="ray": CPUs each Ray actor reserves (e.g. 0.5 packs two actors per core)."""
     ship_frames_once: bool | None = None
     """Actors ship a stacked-frame observation (uint8 ``[..., S]``, Atari's 4 frames) with
-    each frame once, and the learner stacks them again where the unroll leaves the queue,
-    exactly (:mod:`tfagents_vtrace.runtime.acting.frames`): about a quarter of the bytes for
-    Atari, for the learner's CPU to stack again. None (default): the Ray actors of a cluster
-    (``ray_address`` given) do, whose unrolls may cross a network; a private Ray's actors and
-    actor threads do not, since their unrolls reach the learner through this machine's
-    memory, where stacking again costs more than the bytes it saves. True: every actor of a
-    queue (threads, Ray); False: none. Other observations ship as they are, and the inline
-    actor (``num_actors=0``) ships nothing."""
+    each frame once, and the learner's process stacks them again, exactly, before the learner
+    takes the unroll (:mod:`tfagents_vtrace.runtime.acting.frames`): about a quarter of the
+    bytes for Atari, for the learner's process's CPU to stack again. None (default): the Ray
+    actors of a cluster (``ray_address`` given) do, whose unrolls may cross a network; a
+    private Ray's actors and actor threads do not, since their unrolls reach the learner
+    through this machine's memory, where stacking again costs more than the bytes it saves.
+    True: every actor of a queue (threads, Ray); False: none. Other observations ship as they
+    are, and the inline actor (``num_actors=0``) ships nothing."""
     export_policy: bool = True
     """Write DIR/policy (SavedModel) at the end."""
     deterministic: bool = False

@@ -22,8 +22,9 @@ the packed form would not be smaller).
 
 Actors that ship unrolls to the learner (``RunConfig.ship_frames_once``: a Ray cluster's
 actors by default, others on request) pack them with :func:`pack_unroll` as an unroll ends,
-and the unroll source unpacks them with :func:`unpack_unroll` where they leave its queue, so
-the learner, the replay and the statistics see the plain layout of
+and the learner's process unpacks them with :func:`unpack_unroll` before the learner takes
+them (the Ray pool's thread as they arrive, the unroll source for actor threads), so the
+learner, the replay and the statistics see the plain layout of
 :mod:`~tfagents_vtrace.runtime.acting.actor`. Both make a few passes over the unroll's
 bytes: :func:`slid` compares each step's bytes with the step before's, contiguously, and
 :func:`unpack` fills one step at a time, while its frames are in the cache.

@@ -17,9 +17,10 @@ and ``close()`` stops it. Three kinds:
 ``start(version, weights)`` publishes the first weights, then starts the actors.
 
 With ``ship_frames_once`` (by default: a Ray cluster's actors) the actors of a queue ship a
-stacked-frame observation with each frame once, and :meth:`QueueSource.next` unpacks it as
-the unroll leaves the queue (:mod:`~tfagents_vtrace.runtime.acting.frames`), so the learner,
-the replay and the statistics take the actor's plain layout.
+stacked-frame observation with each frame once (:mod:`~tfagents_vtrace.runtime.acting.
+frames`); the Ray pool's thread stacks it again as the unroll arrives, and
+:meth:`QueueSource.next` an actor thread's as it leaves the queue, so the learner, the replay
+and the statistics take the actor's plain layout.
 
 Hung environments (``env_step_timeout_s``, :class:`~tfagents_vtrace.envs.failures.
 Watchdog`): an actor thread whose environment call exceeds the limit is abandoned (a daemon
