@@ -3,6 +3,7 @@ stub Ray actors that replay recorded unrolls, and from real Ray actors.
 
     python benchmarks/learner_intake.py [--configs=impala_cartpole,impala_atari_pong]
         [--actors=1,2,4] [--seconds=4 | --updates=N] [--repeats=3] [--quick] [--stub_env]
+        [--frames=stacked,once]
 
 For each flagfile in ``--configs`` (a shipped config's name or a path) one learner (the
 flagfile's network, optimizer and update: ``ImpalaLearner.train_step``) runs the training
@@ -28,6 +29,16 @@ published every ``batch_unrolls`` of them, as in training): ``t`` (stub actors, 
 of ``--actors``: what Ray's transport delivers at most) and ``r1`` (one real actor: one
 actor's rate).
 
+``--frames`` says how the unrolls ship, each setting measured in turn within every repeat
+(``e`` once for all): ``stacked``, as the actor made them, and ``once``, each frame of a
+stacked-frame observation once (``ship_frames_once``,
+:mod:`tfagents_vtrace.runtime.acting.frames`): the stub actors answer with the recorded
+unrolls packed, the real ones pack theirs, the unroll source unpacks them for the learner
+(and ``a`` unpacks them in its loop). Printed per setting: the MB per unroll and bytes per
+agent step as shipped, a table and verdict each, then both side by side with Ray's delivery
+(``t``); each config's first line also gives the thread CPU time of packing and of unpacking
+one of its recorded unrolls.
+
 Ray starts once; each config's actors are built once (the largest count of each kind) and
 every measurement drives a new pool over the first N of them, so the measurements take turns
 within each repeat and load from other processes hits them alike. A measurement warms up
@@ -37,7 +48,8 @@ still in flight are waited for before the next one starts. Printed: medians over
 per unroll in b minus in a), the learner thread's wait for its unrolls, and for one actor
 the serial bound ``1 / (1/a + 1/r1)`` (acting and learning taking turns on the CPU) beside
 the overlapped one ``min(a, r1)``; the last line is JSON. The first line names the machine
-(``benchmarks/machine.py``). The default run takes about 6 minutes on 2 cores.
+(``benchmarks/machine.py``). The default run (both ``--frames`` settings) takes about 12
+minutes on 2 cores.
 
 ALE configs need the ``atari`` extra; without it an ALE config runs on a stub environment of
 the same spaces (84x84x4 uint8 frames, 6 actions; ``--stub_env`` forces it) and the output
@@ -73,6 +85,8 @@ ROOT = os.path.dirname(_BENCH)
 CONFIG_DIR = os.path.join(ROOT, "tfagents_vtrace", "configs")
 DEFAULT_CONFIGS = "impala_cartpole,impala_atari_pong"
 STUB_ENV_ID = "LearnerIntakePongShaped-v0"
+STACKED, ONCE = "stacked", "once"
+"""The ``--frames`` settings: unrolls ship as the actor made them, or each frame once."""
 SATURATED = 0.9
 """c/a at which the actors are said to saturate the learner."""
 
@@ -82,11 +96,15 @@ class ReplayHost:
     """The body of a stub Ray actor: answers ``unroll(version, weights_ref)`` with recorded
     unrolls in turn, as :class:`~tfagents_vtrace.runtime.acting.ray_backend.ActorHost` answers
     with fresh ones (weights fetched when the version is newer, an ``info`` of the same
-    keys); no environment, no network, no TensorFlow."""
+    keys); no environment, no network, no TensorFlow. ``recorded`` holds the unrolls of each
+    ``--frames`` setting, :meth:`ship` picks one."""
 
-    def __init__(self, recorded: list, actor_id: int, env_restarts: int = 0):
+    def __init__(self, recorded: dict, actor_id: int, env_restarts: int = 0):
         self.recorded, self.actor_id, self.env_restarts = recorded, int(actor_id), env_restarts
-        self.weights_version, self.calls = -1, 0
+        self.weights_version, self.calls, self.frames = -1, 0, STACKED
+
+    def ship(self, frames: str) -> None:
+        self.frames = frames
 
     def pid(self) -> int:
         return os.getpid()
@@ -98,7 +116,8 @@ class ReplayHost:
 
             ray.get(weights_ref[0])
             self.weights_version = int(version)
-        unroll = self.recorded[self.calls % len(self.recorded)]
+        recorded = self.recorded[self.frames]
+        unroll = recorded[self.calls % len(recorded)]
         self.calls += 1
         info = {"episode_returns": (), "episode_lengths": (), "actor_id": self.actor_id,
                 "weights_version": self.weights_version, "env_restarts": self.env_restarts,
@@ -143,16 +162,24 @@ def register_stub_env() -> None:
         gym.register(STUB_ENV_ID, entry_point=pong_shaped_env_class(), disable_env_checker=True)
 
 
-def stub_env_actor_host():
-    """``ActorHost`` that registers the stub Pong env in its process first."""
+def intake_actor_host(stub_env: bool):
+    """``ActorHost`` whose :meth:`ship` sets how its unrolls ship (a ``--frames`` setting);
+    with ``stub_env`` it registers the stub Pong env in its process first."""
+    import dataclasses
+
     from tfagents_vtrace.runtime.acting.ray_backend import ActorHost
 
-    class StubEnvActorHost(ActorHost):
+    class IntakeActorHost(ActorHost):
         def __init__(self, *args, **kwargs):
-            register_stub_env()
+            if stub_env:
+                register_stub_env()
             super().__init__(*args, **kwargs)
 
-    return StubEnvActorHost
+        def ship(self, frames: str) -> None:
+            once = frames == ONCE
+            self.actor.spec = dataclasses.replace(self.actor.spec, ship_frames_once=once)
+
+    return IntakeActorHost
 
 
 def pool_classes():
@@ -205,6 +232,7 @@ class Bench:
             WeightStore,
             build_network,
         )
+        from tfagents_vtrace.runtime.acting.frames import pack_unroll, unpack_unroll
 
         env_id = flagfile_value(path, "env")
         stub_env = bool(env_id and env_id.startswith("ALE/") and (args.stub_env or not atari))
@@ -230,11 +258,24 @@ class Bench:
             if item is not None:
                 self.recorded.append(item[0])
         recorder.close()
+        passes, start = 5, time.thread_time()
+        for _ in range(passes):
+            self.packed = [pack_unroll(u) for u in self.recorded]
+        packed = time.thread_time()
+        for _ in range(passes):
+            [unpack_unroll(u) for u in self.packed]
+        per_unroll = 1e3 / (passes * len(self.recorded))
+        self.frames_ms = {  # CPU ms per unroll of shipping frames once: pack, unpack
+            "pack": per_unroll * (packed - start),
+            "unpack": per_unroll * (time.thread_time() - packed),
+        }
         self.store, self.version = WeightStore(), 0
         self.steps_per_unroll = run.unroll_length * run.num_envs
-        self.unroll_bytes = sum(
-            leaf.nbytes for leaf in _leaves(self.recorded[0]) if isinstance(leaf, np.ndarray)
-        )
+        shipped = {STACKED: self.recorded, ONCE: self.packed}
+        self.unroll_bytes = {  # as shipped, the mean over the recorded unrolls
+            frames: float(np.mean([sum(leaf.nbytes for leaf in _leaves(u)) for u in unrolls]))
+            for frames, unrolls in shipped.items()
+        }
         self.batches = [self.stack(self.recorded[i:] + self.recorded[:i])
                         for i in range(len(self.recorded))]  # fmt: skip
         self.learner.train_step(self.batches[0])  # traces the update
@@ -257,7 +298,10 @@ class Bench:
             f"unroll {run.unroll_length} = {self.steps_per_unroll} agent steps per unroll, "
             f"{run.batch_unrolls} unroll(s) per update, queue {run.queue_capacity}, "
             f"policy_impl {run.policy_impl}; observation {shape} "
-            f"{getattr(obs, 'dtype', '')}, {self.unroll_bytes / 1e6:.2f} MB per unroll"
+            f"{getattr(obs, 'dtype', '')}; per unroll as shipped: "
+            + ", ".join(f"{frames} {n / 1e6:.2f} MB" for frames, n in self.unroll_bytes.items())
+            + f"; shipping frames once costs {self.frames_ms['pack']:.1f} ms (pack) + "
+            f"{self.frames_ms['unpack']:.1f} ms (unpack) of CPU per unroll"
         )
 
     def start_actors(self, n_stub: int, n_real: int) -> None:
@@ -267,11 +311,10 @@ class Bench:
         from tfagents_vtrace.runtime.acting.ray_backend import RayActorPool
 
         _, StubPool = pool_classes()
-        recorded_ref = ray.put(self.recorded)
+        recorded_ref = ray.put({STACKED: self.recorded, ONCE: self.packed})
         stub = StubPool(recorded_ref, self.spec, n_stub, self.store, None, None)
         real = RayActorPool(self.spec, n_real, self.store, None, None)
-        if self.stub_env:
-            real.host_class = stub_env_actor_host()
+        real.host_class = intake_actor_host(self.stub_env)
         self.stubs = [stub._new_actor(i) for i in range(n_stub)]
         self.reals = [real._new_actor(i) for i in range(n_real)]
         ray.get([h.pid.remote() for h in self.stubs + self.reals])
@@ -287,11 +330,12 @@ class Bench:
         self.version += 1
         self.store.publish(self.version, self.learner.get_weights())
 
-    def measure(self, mode: str, actors: int) -> tuple[float, float]:
+    def measure(self, mode: str, actors: int, frames: str = STACKED) -> tuple[float, float]:
         """``(agent steps/s, learner-thread ms waiting per unroll)`` of one window of
         ``mode``: "a" (memory), "e" (one actor's environments alone: the env-only ceiling),
         "b" / "t" (stub actors with / without the learner), "c" / "r" (real actors with /
-        without it), over ``actors`` Ray actors."""
+        without it), over ``actors`` Ray actors, the unrolls shipped as ``frames`` says (in
+        "a", "once" unpacks the packed unrolls in the learner's loop)."""
         if mode == "e":
             run = self.run
             result = env_ceiling.measure(
@@ -300,13 +344,23 @@ class Bench:
             )  # fmt: skip
             return result["sps"], 0.0
         self.learner.network.set_weights(self.initial_weights)  # no drift across windows
-        if mode == "a":
+        if mode == "a" and frames == STACKED:
             batches = iter(self.batches * 10**6)
             return self._window(lambda: next(batches), train=True)
+        if mode == "a":
+            from tfagents_vtrace.runtime.acting.frames import unpack_unroll
+
+            unrolls = iter(self.packed * 10**6)
+            n = self.run.batch_unrolls
+            take = lambda: self.stack([unpack_unroll(next(unrolls)) for _ in range(n)])  # noqa: E731
+            return self._window(take, train=True)
+        import ray
+
         from tfagents_vtrace.runtime.acting.unroll_sources import QueueSource
 
         IntakePool, _ = pool_classes()
         handles = (self.stubs if mode in ("b", "t") else self.reals)[:actors]
+        ray.get([h.ship.remote(frames) for h in handles])
         stop = threading.Event()
         unrolls: queue.Queue = queue.Queue(maxsize=self.run.queue_capacity)
         pool = IntakePool(handles, self.spec, actors, self.store, unrolls, stop)
@@ -320,8 +374,6 @@ class Bench:
             source.close()
             if pool.error is not None:
                 raise pool.error
-            import ray
-
             ray.get([h.pid.remote() for h in handles])  # the calls in flight have ended
 
     def _window(self, take, train: bool) -> tuple[float, float]:
@@ -366,8 +418,9 @@ ROWS = (("a", "memory: the learner's ceiling"), ("e", "env only: one actor's env
         ("c", "real actors + learner"))  # fmt: skip
 
 
-def summarize(bench: Bench, runs: dict, waits: dict, actors: list[int]) -> dict:
-    """Medians, ratios to ``a``, the transport cost per unroll and the sizing terms."""
+def summarize(bench: Bench, runs: dict, waits: dict, actors: list[int], frames: str) -> dict:
+    """Medians, ratios to ``a``, the transport cost per unroll and the sizing terms of the
+    ``frames`` setting's runs."""
     med = {key: statistics.median(values) for key, values in runs.items()}
     wait = {key: statistics.median(values) for key, values in waits.items()}
     a, r1 = med["a"], med["r1"]
@@ -379,7 +432,10 @@ def summarize(bench: Bench, runs: dict, waits: dict, actors: list[int]) -> dict:
         "stub_env": bench.stub_env,
         "steps_per_unroll": bench.steps_per_unroll,
         "batch_unrolls": bench.run.batch_unrolls,
-        "unroll_bytes": bench.unroll_bytes,
+        "frames": frames,
+        "unroll_bytes": bench.unroll_bytes[frames],
+        "bytes_per_agent_step": bench.unroll_bytes[frames] / bench.steps_per_unroll,
+        "frames_once_cpu_ms_per_unroll": bench.frames_ms,
         "runs": runs,
         "medians": med,
         "ms_per_unroll": per_unroll_ms,
@@ -468,6 +524,22 @@ def verdict(name: str, s: dict, actors: list[int], cores: int) -> str:
     )
 
 
+def print_frames(name: str, summaries: dict, actors: list[int]) -> None:
+    """The ``--frames`` settings side by side: what an unroll ships and what Ray delivers."""
+    counts = " / ".join(str(n) for n in actors)
+    print(
+        f"| {name}: frames | MB per unroll | bytes per agent step | t ({counts}): Ray's "
+        f"delivery, agent steps/s | unrolls/s | a | r1 | b ({counts}) | c ({counts}) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for frames, s in summaries.items():
+        med = s["medians"]
+        t, b, c = (" / ".join(f"{med[f'{m}{n}']:,.0f}" for n in actors) for m in "tbc")
+        ceiling = " / ".join(f"{v:,.0f}" for v in s["transport_ceiling_unrolls_per_s"].values())
+        print(f"| {frames} | {s['unroll_bytes'] / 1e6:.2f} | {s['bytes_per_agent_step']:,.0f} | "
+              f"{t} | {ceiling} | {med['a']:,.0f} | {med['r1']:,.0f} | {b} | {c} |")  # fmt: skip
+
+
 # ---------------------------------------------------------------------------- main
 def config_file(name: str) -> str | None:
     """The flagfile ``name`` (a path, or a shipped config's name); None if neither exists."""
@@ -510,7 +582,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--stub_env", action="store_true", help="Pong on the stub env even with the atari extra"
     )
+    p.add_argument("--frames", default=f"{STACKED},{ONCE}", help="how unrolls ship, each "
+                   f"setting measured in turn: {STACKED} (as made) and/or {ONCE} (each frame "
+                   "once, ship_frames_once)")  # fmt: skip
     args = p.parse_args(argv)
+    args.frames = list(dict.fromkeys(f for f in args.frames.split(",") if f))
+    if not args.frames or not set(args.frames) <= {STACKED, ONCE}:
+        p.error(f"--frames: expected {STACKED} and/or {ONCE}, received {args.frames!r}")
     names, args.configs = [c for c in args.configs.split(",") if c], []
     for name in names:
         path = config_file(name)
@@ -573,23 +651,31 @@ def main(argv=None) -> None:
                   f"actors built in {time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
             modes = [("a", 0), ("e", 0), *(("t", n) for n in args.actors), ("r", 1)]
             modes += [(m, n) for m in ("b", "c") for n in args.actors]
-            runs: dict[str, list[float]] = {}
-            waits: dict[str, list[float]] = {}
+            runs = {frames: {} for frames in args.frames}
+            waits = {frames: {} for frames in args.frames}
             try:
                 for repeat in range(args.repeats):
                     for mode, n in modes:
                         key = f"{mode}{n or ''}"
-                        value, wait = bench.measure(mode, n)
-                        runs.setdefault(key, []).append(value)
-                        waits.setdefault(key, []).append(wait)
-                        print(f"{name} repeat {repeat}: {key}: {value:,.0f} agent steps/s, "
-                              f"{wait:.2f} ms waiting per unroll", flush=True)  # fmt: skip
+                        # e steps environments only: one window serves every setting
+                        for frames in args.frames[:1] if mode == "e" else args.frames:
+                            value, wait = bench.measure(mode, n, frames)
+                            for shared in args.frames if mode == "e" else [frames]:
+                                runs[shared].setdefault(key, []).append(value)
+                                waits[shared].setdefault(key, []).append(wait)
+                            print(f"{name} repeat {repeat}: {key} ({frames}): {value:,.0f} "
+                                  f"agent steps/s, {wait:.2f} ms waiting per unroll",
+                                  flush=True)  # fmt: skip
             finally:
                 bench.kill_actors()
-            summary = summarize(bench, runs, waits, args.actors)
-            print_table(name, summary, args.actors)
-            print(verdict(name, summary, args.actors, info["usable_cores"] or info["cores"]))
-            results[name] = summary
+            cores = info["usable_cores"] or info["cores"]
+            results[name] = {}
+            for frames in args.frames:
+                summary = summarize(bench, runs[frames], waits[frames], args.actors, frames)
+                print_table(f"{name} ({frames})", summary, args.actors)
+                print(verdict(f"{name} ({frames})", summary, args.actors, cores))
+                results[name][frames] = summary
+            print_frames(name, results[name], args.actors)
     finally:
         ray.shutdown()
     print(json.dumps({"configs": results, "machine": info, "date": today, "load_average": load,

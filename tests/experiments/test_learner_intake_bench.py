@@ -24,7 +24,8 @@ def _bench():  # registered: Ray pickles its stub actor class by value from here
     "flag, message",
     [("--actors=0", "error: --actors: expected comma-separated ints >= 1"),
      ("--configs=impala_nope", "error: --configs: no flagfile and no shipped config 'impala_nope'"),
-     ("--repeats=x", "error: argument --repeats: invalid int value: 'x'")],
+     ("--repeats=x", "error: argument --repeats: invalid int value: 'x'"),
+     ("--frames=twice", "error: --frames: expected stacked and/or once, received ['twice']")],
 )  # fmt: skip
 def test_a_bad_flag_is_one_line_and_exit_code_2(flag, message):
     out = subprocess.run([sys.executable, str(SCRIPT), flag], capture_output=True, text=True)
@@ -50,7 +51,9 @@ def test_stub_actors_replay_recorded_unrolls_through_the_ray_pool():
     try:
         IntakePool, StubPool = bench.pool_classes()
         store, stop, unrolls = WeightStore(), threading.Event(), queue.Queue(maxsize=2)
-        handle = StubPool(ray.put(recorded), spec, 1, store, None, None)._new_actor(0)
+        shipped = {bench.STACKED: recorded[::-1], bench.ONCE: recorded}  # it ships "once"
+        handle = StubPool(ray.put(shipped), spec, 1, store, None, None)._new_actor(0)
+        ray.get(handle.ship.remote(bench.ONCE))
         source = QueueSource([IntakePool([handle], spec, 1, store, unrolls, stop)], unrolls,
                              store, stop)  # fmt: skip
         source.start(5, [np.ones(3, np.float32)])

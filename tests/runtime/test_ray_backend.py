@@ -15,7 +15,7 @@ from tests.runtime.test_actor import FailingVectorEnv, short_cartpole
 from tfagents_vtrace.agents import get_agent
 from tfagents_vtrace.envs.failures import EnvFailure
 from tfagents_vtrace.networks import NetworkConfig
-from tfagents_vtrace.runtime.acting import ray_backend
+from tfagents_vtrace.runtime.acting import ray_backend, unroll_sources
 from tfagents_vtrace.runtime.config import RunConfig
 from tfagents_vtrace.runtime.driver import make_driver
 
@@ -117,6 +117,51 @@ def test_ray_actor_whose_env_raises_is_recreated(tmp_path, ray_session, pools):
     assert final["env_restarts"] >= 2  # 32 unrolls x 8 steps, plus the dropped partial ones
     assert _rows(str(tmp_path))[-1]["env_restarts"] == final["env_restarts"]
     _assert_actors_dead(pools[0])
+
+
+class StripHost(ray_backend.ActorHost):
+    """An ``ActorHost`` whose process knows the frame-stack test environment."""
+
+    def __init__(self, *args, **kwargs):
+        import tests.runtime.test_frames  # noqa: F401 - registers StackedStrip-v0
+
+        super().__init__(*args, **kwargs)
+
+
+def test_ray_actors_ship_frames_once_and_the_learner_stacks_them(ray_session, monkeypatch):
+    """A Ray actor of a frame-stack environment sends each frame once (under half the
+    bytes), and the pool's thread stacks them again: the unroll source gives the learner the
+    stacks the environment made."""
+    import queue
+    import threading
+
+    from tests.runtime.test_frames import STRIP_ID, assert_strip_stacks
+    from tfagents_vtrace.runtime.acting import frames
+    from tfagents_vtrace.runtime.acting.actor import ActorSpec, WeightStore, build_network
+
+    received = []
+    real_unpack = frames.unpack_unroll
+
+    def unpack_unroll(unroll):
+        received.append((unroll["observation"], real_unpack(unroll)))
+        return received[-1][1]
+
+    monkeypatch.setattr(ray_backend, "unpack_unroll", unpack_unroll)
+    spec = ActorSpec(STRIP_ID, NET, num_envs=4, unroll_length=16, ship_frames_once=True)
+    store, unrolls, stop = WeightStore(), queue.Queue(maxsize=2), threading.Event()
+    pool = ray_backend.RayActorPool(spec, 1, store, unrolls, stop)
+    pool.host_class = StripHost
+    source = unroll_sources.QueueSource([pool], unrolls, store, stop)
+    source.start(0, build_network(NET, STRIP_ID).get_weights())
+    try:
+        taken = [source.next()[0] for _ in range(4)]
+    finally:
+        source.close()
+    assert [unroll for _, unroll in received[:4]] == taken  # stacked as they arrived
+    for packed, unroll in received:
+        assert isinstance(packed, frames.PackedFrames)
+        assert 2 * packed.nbytes < unroll["observation"].nbytes
+        assert_strip_stacks(unroll["observation"], unroll["first"])
 
 
 def _saved_steps(logdir) -> int:

@@ -122,6 +122,16 @@ class RunConfig:
     a local Ray with max(cpu_count, ceil(num_actors * ray_actor_cpus)) CPUs."""
     ray_actor_cpus: float = 1.0
     """backend="ray": CPUs each Ray actor reserves (e.g. 0.5 packs two actors per core)."""
+    ship_frames_once: bool | None = None
+    """Actors ship a stacked-frame observation (uint8 ``[..., S]``, Atari's 4 frames) with
+    each frame once, and the learner's process stacks them again, exactly, before the learner
+    takes the unroll (:mod:`tfagents_vtrace.runtime.acting.frames`): about a quarter of the
+    bytes for Atari, for the learner's process's CPU to stack again. None (default): the Ray
+    actors of a cluster (``ray_address`` given) do, whose unrolls may cross a network; a
+    private Ray's actors and actor threads do not, since their unrolls reach the learner
+    through this machine's memory, where stacking again costs more than the bytes it saves.
+    True: every actor of a queue (threads, Ray); False: none. Other observations ship as they
+    are, and the inline actor (``num_actors=0``) ships nothing."""
     export_policy: bool = True
     """Write DIR/policy (SavedModel) at the end."""
     deterministic: bool = False
@@ -178,6 +188,10 @@ class RunConfig:
             )
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"deterministic: expected a bool, received {self.deterministic!r}")
+        if self.ship_frames_once is not None and not isinstance(self.ship_frames_once, bool):
+            raise ValueError(
+                f"ship_frames_once: expected None or a bool, received {self.ship_frames_once!r}"
+            )
         if not isinstance(self.eval_background, bool):
             raise ValueError(f"eval_background: expected a bool, received {self.eval_background!r}")
         if self.eval_background and self.deterministic:

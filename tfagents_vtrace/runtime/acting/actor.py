@@ -31,7 +31,12 @@ in the actor's thread, one after the other. The unroll's layout is the same eith
 Each unroll's ``info`` also says where the actor's time went (``time.perf_counter``
 seconds since the previous info): ``inference_time`` (policy steps and their inputs),
 ``env_time`` (``env.step`` and the bookkeeping of its outcome, environment recreation
-included) and ``weights_time`` (loading published weights).
+and packing the frames of an unroll to ship included) and ``weights_time`` (loading
+published weights).
+
+An actor whose spec says ``ship_frames_once`` returns its unrolls with a stacked-frame
+observation packed, each frame once (:mod:`~tfagents_vtrace.runtime.acting.frames`), for
+the learner to unpack.
 
 Failing environments (:mod:`tfagents_vtrace.envs.failures`) never cost the unroll:
 
@@ -89,6 +94,7 @@ from tfagents_vtrace.envs.failures import (
     watchdog,
 )
 from tfagents_vtrace.networks.action_masks import MASK_KEY, first_all_masked, mask_blocks
+from tfagents_vtrace.runtime.acting.frames import pack_unroll
 from tfagents_vtrace.runtime.acting.policies import make_policy
 from tfagents_vtrace.runtime.acting.space_checks import (
     check_actions,
@@ -132,6 +138,10 @@ class ActorSpec:
     env_groups: int = 1
     """Vector environments of ``num_envs / env_groups`` each, stepped in turn so that one
     group's environments step while the policy acts for another (module docstring)."""
+    ship_frames_once: bool = False
+    """Unrolls leave :meth:`Actor.unroll` with a stacked-frame observation packed, each frame
+    once (:func:`~tfagents_vtrace.runtime.acting.frames.pack_unroll`): set for actors that
+    ship them to a learner, which unpacks them."""
 
     def __post_init__(self):
         if self.env_groups < 1 or self.num_envs % self.env_groups:
@@ -430,6 +440,10 @@ class Actor:
         for group in self._groups:
             self._store_inputs(u, length, group)
         u["policy"] = self._policies
+        if self.spec.ship_frames_once:
+            start = time.perf_counter()
+            u = pack_unroll(u)
+            self.timing["env_time"] += time.perf_counter() - start
         info = {
             "episode_returns": np.asarray(self._episode_returns, np.float64),
             "episode_lengths": np.asarray(self._episode_lengths, np.int64),

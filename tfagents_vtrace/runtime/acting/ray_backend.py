@@ -14,7 +14,9 @@ unchanged:
 
 * it keeps one ``unroll()`` call in flight per Ray actor, ``ray.wait``\\ s on them and puts
   each ``(unroll, info)`` result into the same bounded queue the local backend uses (a full
-  queue holds the next call back, as a blocked actor thread would);
+  queue holds the next call back, as a blocked actor thread would); an unroll whose frames
+  were shipped once (``ship_frames_once``) is stacked again in this thread, beside the
+  learner's update (:mod:`~tfagents_vtrace.runtime.acting.frames`);
 * weights go by version: when the learner has published a newer version since the last
   broadcast, the pool ``ray.put``\\ s it once and passes the reference (wrapped in a list,
   so Ray does not resolve it) with the next calls; an actor fetches the object only when its
@@ -89,6 +91,7 @@ from tfagents_vtrace.envs.failures import (
     EnvFailure,
 )
 from tfagents_vtrace.runtime.acting.actor import group_size, put_until_stopped
+from tfagents_vtrace.runtime.acting.frames import unpack_unroll
 from tfagents_vtrace.runtime.acting.step_budget import StepBudget
 
 log = logging.getLogger(__name__)
@@ -658,8 +661,9 @@ class RayActorPool(RayProcesses, threading.Thread):
                     starting[self._restart(actor_id, error, self.counters)] = actor_id
                     continue
                 if item is not None:
-                    self._env_restarts[actor_id] = int(item[1]["env_restarts"])
-                    if not put_until_stopped(self.out, item, self.stop):
+                    unroll, info = item  # stacked again here, beside the learner's update
+                    self._env_restarts[actor_id] = int(info["env_restarts"])
+                    if not put_until_stopped(self.out, (unpack_unroll(unroll), info), self.stop):
                         return
                 pending[self._submit(actor_id)] = actor_id
 

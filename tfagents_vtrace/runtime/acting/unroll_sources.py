@@ -16,6 +16,12 @@ and ``close()`` stops it. Three kinds:
 
 ``start(version, weights)`` publishes the first weights, then starts the actors.
 
+With ``ship_frames_once`` (by default: a Ray cluster's actors) the actors of a queue ship a
+stacked-frame observation with each frame once (:mod:`~tfagents_vtrace.runtime.acting.
+frames`); the Ray pool's thread stacks it again as the unroll arrives, and
+:meth:`QueueSource.next` an actor thread's as it leaves the queue, so the learner, the replay
+and the statistics take the actor's plain layout.
+
 Hung environments (``env_step_timeout_s``, :class:`~tfagents_vtrace.envs.failures.
 Watchdog`): an actor thread whose environment call exceeds the limit is abandoned (a daemon
 thread that delivers nothing more and ends if the call ever returns) and replaced, on the
@@ -47,6 +53,7 @@ from tfagents_vtrace.envs.failures import (
     timeout_message,
 )
 from tfagents_vtrace.runtime.acting.actor import Actor, ActorThread, WeightStore, group_size
+from tfagents_vtrace.runtime.acting.frames import unpack_unroll
 from tfagents_vtrace.runtime.rundir import stop_signals
 
 log = logging.getLogger(__name__)
@@ -126,12 +133,14 @@ class QueueSource:
             if self._lost:
                 self._replace_lost()
             try:
-                return source.get(timeout=WAIT_S)
+                unroll, info = source.get(timeout=WAIT_S)
             except queue.Empty:
                 check_stop_while_waiting(self.stop)
                 errors = [t.error for t in self.threads if t.error is not None]
                 if errors and (not check_all or all(not t.is_alive() for t in self.threads)):
                     raise first_error(errors, "actors") from None
+                continue
+            return unpack_unroll(unroll), info
 
     def close(self) -> None:
         """Stops the actors; waits :data:`CLOSE_S` seconds at most for all of them, and not
@@ -248,7 +257,12 @@ def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, 
     ``start`` is the update count the run starts from (the first weights' version);
     ``counters`` (optional) count a replaced Ray actor's restart at once."""
     timeout = getattr(run, "env_step_timeout_s", spec.env_step_timeout_s)
-    spec = dataclasses.replace(spec, env_step_timeout_s=timeout)
+    inline = run.backend == "local" and run.num_actors == 0
+    ship = getattr(run, "ship_frames_once", None)
+    if ship is None:  # unrolls that may cross a network (RunConfig.ship_frames_once)
+        ship = run.backend == "ray" and bool(getattr(run, "ray_address", None))
+    ship = ship and not inline
+    spec = dataclasses.replace(spec, env_step_timeout_s=timeout, ship_frames_once=ship)
     actor_factory = None
     if env_factory is not None:
         actor_factory = lambda seed: env_factory(group_size(spec), seed)  # noqa: E731
@@ -256,7 +270,7 @@ def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, 
     def new_actor(i: int) -> Actor:
         return Actor(spec, i, network_factory(), actor_factory)
 
-    if run.backend == "local" and run.num_actors == 0:
+    if inline:
         return InlineSource(new_actor(0))
     stop = threading.Event()
     if run.deterministic:  # local threads (RunConfig refuses Ray)
