@@ -115,3 +115,10 @@ def test_groups_must_divide_the_environments():
         RunConfig(num_envs=16, env_groups=5)
     with pytest.raises(ValueError, match="env_groups"):
         RunConfig(env_groups=0)
+
+
+def test_taac_refuses_groups_in_one_line():
+    import tfagents_vtrace as tv
+
+    with pytest.raises(ValueError, match=r"^env_groups: TAAC's rollout steps"):
+        tv.make_configs("taac", env="Pendulum-v1", env_groups=2, num_envs=2)

@@ -73,9 +73,12 @@ def _rows(logdir):
 
 
 def _assert_actors_dead(pool):
-    for handle in pool.handles:
+    for handle in pool.handles:  # ray.kill is asynchronous: a call may still be answered
+        deadline = time.monotonic() + 10
         with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(handle.pid.remote(), timeout=30)
+            while time.monotonic() < deadline:
+                ray.get(handle.pid.remote(), timeout=30)
+                time.sleep(0.1)
     deadline = time.monotonic() + 10  # killed actors give their CPUs back
     while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)

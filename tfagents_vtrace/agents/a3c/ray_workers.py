@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfagents_vtrace.runtime.acting.actor import group_size
 from tfagents_vtrace.runtime.acting.ray_backend import NetworkHost, RayWorkerPool, host_env_factory
 
 
@@ -105,7 +106,7 @@ class RayWorkers(RayWorkerPool):
         steps = spec.unroll_length * spec.num_envs
         super().__init__(learner.config.num_workers, steps, start, total, counters, **ray_options)
         self.spec, self.learner = spec, learner
-        self._env_factory = host_env_factory(env_factory, spec.num_envs)
+        self._env_factory = host_env_factory(env_factory, group_size(spec))
 
     @classmethod
     def from_run(cls, run, spec, learner, counters, start: int, env_factory=None):

@@ -300,9 +300,15 @@ def check_run(config: TaacConfig, run) -> None:
     this machine's memory (:func:`tfagents_vtrace.replay.capacity.check_fits`): its ring
     buffers are allocated whole when the run starts, one step holding the fields of
     :func:`~tfagents_vtrace.agents.taac.rollout.replay_specs` (float32 observation, rewards,
-    the rollout's trajectories). One environment of ``run`` is made to read its spaces."""
+    the rollout's trajectories). One environment of ``run`` is made to read its spaces.
+    ValueError naming ``env_groups`` above 1: TAAC's rollout steps one vector."""
     import numpy as np
 
+    if getattr(run, "env_groups", 1) > 1:
+        raise ValueError(
+            f"env_groups: TAAC's rollout steps its environments as one vector; received "
+            f"{run.env_groups}, expected 1"
+        )
     from tfagents_vtrace.agents.taac.rollout import replay_specs
     from tfagents_vtrace.replay import capacity
 

@@ -800,7 +800,7 @@ class AgentWorkerPool(RayWorkerPool):
             address=run.ray_address, actor_cpus=run.ray_actor_cpus,
         )  # fmt: skip
         self.agent, self.learner, self.run = agent, agent.learner, run
-        self._env_factory = host_env_factory(env_factory, run.num_envs)
+        self._env_factory = host_env_factory(env_factory, group_size(run))
 
     @property
     def version(self) -> int:
