@@ -74,9 +74,13 @@ VARIANTS = {
     "avx2_f32": "isa=avx2 --cnn_compute_dtype=float32",
     "avx2_bf16": "isa=avx2 --cnn_compute_dtype=bfloat16",
     "avx2_f32_xla": "isa=avx2 --cnn_compute_dtype=float32 --jit_compile",
+    "avx2_f32_xla_onednn": "isa=avx2 --cnn_compute_dtype=float32 --jit_compile "
+    "XLA_FLAGS=--xla_cpu_use_onednn=true",
     "avx2_f32_noonednn": "isa=avx2 --cnn_compute_dtype=float32 TF_ENABLE_ONEDNN_OPTS=0",
     "avx2_f32_intra1": "isa=avx2 --cnn_compute_dtype=float32 intra=1 inter=1",
     "avx2_f32_inter1": "isa=avx2 --cnn_compute_dtype=float32 intra=2 inter=1",
+    "avx512_f32": "isa=avx512 --cnn_compute_dtype=float32",
+    "avx512_bf16": "isa=avx512 --cnn_compute_dtype=bfloat16",
 }
 DEFAULT_VARIANTS = ",".join(VARIANTS)
 DEFAULT_REFERENCE = "avx2_f32"
@@ -122,7 +126,8 @@ def variant_environment(variant: dict, base: dict | None = None) -> dict:
         onednn, xla = ISA_CAPS[variant["isa"]]
         env["ONEDNN_MAX_CPU_ISA"] = onednn
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_cpu_max_isa={xla}".strip()
-    env.update(variant["env"])
+    for key, value in variant["env"].items():  # XLA_FLAGS: appended to the ISA cap's
+        env[key] = f"{env.get(key, '')} {value}".strip() if key == "XLA_FLAGS" else value
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
     return env
 
