@@ -2,7 +2,7 @@
 
     python benchmarks/learner_cost.py [--config=impala_atari_pong] [--rounds=3] [--updates=4]
         [--variants=NAME,...] [--variant='NAME: TOKEN ...'] [--reference=NAME]
-        [--profile=NAME] [--quick]
+        [--profile=NAME,...] [--quick]
 
 One flagfile's learner (``ImpalaLearner.train_step`` of the flagfile's network, optimizer and
 update, built by ``benchmarks/learner_intake.py``'s ``Bench`` on its stub Pong-shaped
@@ -35,7 +35,7 @@ policy's outputs, then forward + backward, about three forward passes' work, per
 ``GFLOP/s per CPU s`` divides them by the measured CPU seconds, a per-FLOP figure that
 holds across CPUs.
 
-``--profile=NAME`` traces two updates of that variant with ``tf.profiler`` after the
+``--profile=NAME,...`` traces two updates of those variants with ``tf.profiler`` after the
 timing (in its last round) and prints the ops that take the time (self time per op type
 on the host threads). The first line is the machine (``benchmarks/machine.py``); the
 last is JSON. Running on a shared machine: quote the load average printed with it.
@@ -72,7 +72,10 @@ VARIANTS = {
     "native_f32_xla": "--cnn_compute_dtype=float32 --jit_compile",
     "native_bf16_xla": "--cnn_compute_dtype=bfloat16 --jit_compile",
     "avx2_f32": "isa=avx2 --cnn_compute_dtype=float32",
-    "avx2_bf16": "isa=avx2 --cnn_compute_dtype=bfloat16",
+    # oneDNN capped at AVX2 has no bfloat16 convolution, and TensorFlow hands bfloat16 ops
+    # to oneDNN after its own CPU check (which finds this CPU's AVX-512): an AVX2-only CPU
+    # runs them in TensorFlow's Eigen kernels, which TF_ENABLE_ONEDNN_OPTS=0 gives here.
+    "avx2_bf16_eigen": "isa=avx2 --cnn_compute_dtype=bfloat16 TF_ENABLE_ONEDNN_OPTS=0",
     "avx2_f32_xla": "isa=avx2 --cnn_compute_dtype=float32 --jit_compile",
     "avx2_f32_xla_onednn": "isa=avx2 --cnn_compute_dtype=float32 --jit_compile "
     "XLA_FLAGS=--xla_cpu_use_onednn=true",
@@ -340,7 +343,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--updates", type=int, default=4, help="timed updates per subprocess")
     p.add_argument("--warmup", type=int, default=1, help="untimed updates after the trace")
-    p.add_argument("--profile", default="", help="a variant to profile (its last round)")
+    p.add_argument("--profile", default="", help="variants to profile (their last round)")
     p.add_argument("--quick", action="store_true", help="smoke test: 1 round, 1 update")
     p.add_argument("--worker", default="", help=argparse.SUPPRESS)
     p.add_argument("--profile_worker", action="store_true", help=argparse.SUPPRESS)
@@ -373,8 +376,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.texts = texts
     if args.reference not in texts:
         p.error(f"--reference: {args.reference!r} is not among the variants")
-    if args.profile and args.profile not in texts:
-        p.error(f"--profile: {args.profile!r} is not among the variants")
+    args.profile = [n for n in args.profile.split(",") if n]
+    for name in args.profile:
+        if name not in texts:
+            p.error(f"--profile: {name!r} is not among the variants")
     if args.quick:
         args.rounds, args.updates, args.warmup = 1, 1, 0
     for name in ("rounds", "updates"):
@@ -400,14 +405,14 @@ def main(argv=None) -> None:
           f"config {args.config}; {args.rounds} round(s) x {args.updates} timed update(s) "
           f"per variant, each in a fresh subprocess", flush=True)  # fmt: skip
     runs: dict[str, list[dict]] = {name: [] for name in args.parsed}
-    profile = None
+    profiles = {}
     for round_ in range(args.rounds):
         for name, variant in args.parsed.items():
-            last = round_ == args.rounds - 1 and name == args.profile
+            last = round_ == args.rounds - 1 and name in args.profile
             result = run_variant(variant, args, profile=last)
             runs[name].append(result)
             if last:
-                profile = result["profile"]
+                profiles[name] = result["profile"]
             print(f"round {round_}: {name}: {1e3 * result['cpu_s_per_step']:.3f} CPU ms, "
                   f"{1e3 * result['wall_s_per_step']:.3f} wall ms per agent step "
                   f"(oneDNN {result['onednn_isa'] or '-'}; {result['compute_dtype']}; "
@@ -421,12 +426,12 @@ def main(argv=None) -> None:
         + f"; x 2 x (1 + 3 x {first['num_epochs']} epochs))"
     )
     print_table(summary, args.texts, args.reference)
-    if profile:
-        print_profile(args.profile, profile)
+    for name, profile in profiles.items():
+        print_profile(name, profile)
     print(json.dumps({"machine": info, "date": today, "load_average": load,
                       "config": args.config, "rounds": args.rounds, "updates": args.updates,
                       "reference": args.reference, "variants": args.texts,
-                      "summary": summary, "profile": {args.profile: profile} if profile else {},
+                      "summary": summary, "profiles": profiles,
                       "flops_per_step": first["flops_per_step"],
                       "runs": {k: [{x: r[x] for x in ("cpu_s_per_step", "wall_s_per_step")}
                                    for r in v] for k, v in runs.items()}}))  # fmt: skip
