@@ -2,7 +2,7 @@
 
     python benchmarks/learner_cost.py [--config=impala_atari_pong] [--rounds=3] [--updates=4]
         [--variants=NAME,...] [--variant='NAME: TOKEN ...'] [--reference=NAME]
-        [--profile=NAME,...] [--quick]
+        [--profile=NAME,...] [--onednn_profile=NAME,...] [--quick]
 
 One flagfile's learner (``ImpalaLearner.train_step`` of the flagfile's network, optimizer and
 update, built by ``benchmarks/learner_intake.py``'s ``Bench`` on its stub Pong-shaped
@@ -37,7 +37,9 @@ holds across CPUs.
 
 ``--profile=NAME,...`` traces two updates of those variants with ``tf.profiler`` after the
 timing (in its last round) and prints the ops that take the time (self time per op type
-on the host threads). The first line is the machine (``benchmarks/machine.py``); the
+on the host threads); ``--onednn_profile=NAME,...`` runs one more subprocess of each, whose
+oneDNN primitives are timed by oneDNN itself (``ONEDNN_VERBOSE=profile_exec``: per primitive
+kind, implementation and direction). The first line is the machine (``benchmarks/machine.py``); the
 last is JSON. Running on a shared machine: quote the load average printed with it.
 """
 
@@ -157,6 +159,24 @@ def forward_macs(network) -> dict:
     return macs
 
 
+def onednn_exec_profile(text: str, steps: int) -> dict:
+    """oneDNN's primitive executions in ``ONEDNN_VERBOSE=profile_exec`` output ``text``:
+    ``{"kind impl direction": ms per agent step}`` (``steps``: the agent steps the output's
+    executions cover), largest first."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split(",")
+        if len(parts) < 8 or parts[:4] != ["onednn_verbose", "v1", "primitive", "exec"]:
+            continue
+        try:
+            ms = float(parts[-1])
+        except ValueError:
+            continue
+        key = f"{parts[5]} {parts[6]} {parts[7]}"
+        totals[key] = totals.get(key, 0.0) + ms
+    return {k: v / steps for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
+
+
 def onednn_isa(stderr_text: str) -> str:
     """oneDNN's ``isa:`` line of ``ONEDNN_VERBOSE`` output ("" when oneDNN did not run)."""
     for line in stderr_text.splitlines():
@@ -262,20 +282,30 @@ def _pop(stack: list[dict], totals: dict) -> None:
 
 
 # ---------------------------------------------------------------------------- driver
-def run_variant(variant: dict, args: argparse.Namespace, profile: bool) -> dict:
+def run_variant(
+    variant: dict, args: argparse.Namespace, profile: bool, onednn_exec: bool = False
+) -> dict:
+    """One subprocess of ``variant``; with ``onednn_exec``, one update (after one warm-up)
+    under ``ONEDNN_VERBOSE=profile_exec``, its primitives' times in ``onednn_exec``."""
+    updates, warmup = (1, 1) if onednn_exec else (args.updates, args.warmup)
     cmd = [sys.executable, os.path.abspath(__file__), f"--config={args.config}",
-           f"--updates={args.updates}", f"--warmup={args.warmup}",
+           f"--updates={updates}", f"--warmup={warmup}",
            f"--worker={json.dumps(variant)}"]  # fmt: skip
     if profile:
         cmd.append("--profile_worker")
-    proc = subprocess.run(cmd, env=variant_environment(variant), capture_output=True,
-                          text=True, cwd=ROOT)  # fmt: skip
+    env = variant_environment(variant)
+    if onednn_exec:
+        env["ONEDNN_VERBOSE"] = "profile_exec"
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode or not lines:
         tail = "\n".join(proc.stderr.splitlines()[-15:])
         raise RuntimeError(f"variant {variant['name']!r} failed ({proc.returncode}):\n{tail}")
     result = json.loads(lines[-1])
     result["onednn_isa"] = onednn_isa(proc.stdout + "\n" + proc.stderr)
+    if onednn_exec:  # the warm-up's and the timed update's executions
+        steps = 2 * result["steps_per_update"]
+        result["onednn_exec"] = onednn_exec_profile(proc.stdout, steps)
     return result
 
 
@@ -344,6 +374,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--updates", type=int, default=4, help="timed updates per subprocess")
     p.add_argument("--warmup", type=int, default=1, help="untimed updates after the trace")
     p.add_argument("--profile", default="", help="variants to profile (their last round)")
+    p.add_argument("--onednn_profile", default="", help="variants whose oneDNN primitives "
+                   "to time (ONEDNN_VERBOSE=profile_exec, one more subprocess each)")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="smoke test: 1 round, 1 update")
     p.add_argument("--worker", default="", help=argparse.SUPPRESS)
     p.add_argument("--profile_worker", action="store_true", help=argparse.SUPPRESS)
@@ -377,7 +409,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.reference not in texts:
         p.error(f"--reference: {args.reference!r} is not among the variants")
     args.profile = [n for n in args.profile.split(",") if n]
-    for name in args.profile:
+    args.onednn_profile = [n for n in args.onednn_profile.split(",") if n]
+    for name in args.profile + args.onednn_profile:
         if name not in texts:
             p.error(f"--profile: {name!r} is not among the variants")
     if args.quick:
@@ -428,10 +461,20 @@ def main(argv=None) -> None:
     print_table(summary, args.texts, args.reference)
     for name, profile in profiles.items():
         print_profile(name, profile)
+    onednn = {}
+    for name in args.onednn_profile:
+        onednn[name] = run_variant(args.parsed[name], args, False, onednn_exec=True)["onednn_exec"]
+        total = sum(onednn[name].values())
+        print(f"oneDNN primitives of {name} (ONEDNN_VERBOSE=profile_exec, ms per agent step; "
+              f"all: {total:.3f} ms):")  # fmt: skip
+        print("| primitive implementation direction | ms per agent step | share |")
+        print("| --- | --- | --- |")
+        for key, ms in list(onednn[name].items())[:12]:
+            print(f"| {key} | {ms:.4f} | {ms / total:.0%} |")
     print(json.dumps({"machine": info, "date": today, "load_average": load,
                       "config": args.config, "rounds": args.rounds, "updates": args.updates,
                       "reference": args.reference, "variants": args.texts,
-                      "summary": summary, "profiles": profiles,
+                      "summary": summary, "profiles": profiles, "onednn_profiles": onednn,
                       "flops_per_step": first["flops_per_step"],
                       "runs": {k: [{x: r[x] for x in ("cpu_s_per_step", "wall_s_per_step")}
                                    for r in v] for k, v in runs.items()}}))  # fmt: skip
