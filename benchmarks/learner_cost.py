@@ -28,12 +28,14 @@ every x86 CPU, nor the XNNPACK / YNNPACK kernels XLA calls (they dispatch on the
 find). What it cannot show at all: another CPU's clock, caches and microarchitecture (an
 AVX2-only AMD core's two 256-bit FMA pipes against this core's 512-bit ones).
 
-FLOPs: the forward multiply-adds of the network's convolutions and dense layers (from the
-built layers' shapes), counted per agent step of the update as ``2 x MACs x (1 + 3 x
-num_epochs)`` (one forward pass over the batch for the V-trace targets and the behaviour
-policy's outputs, then forward + backward, about three forward passes' work, per epoch);
-``GFLOP/s per CPU s`` divides them by the measured CPU seconds, a per-FLOP figure that
-holds across CPUs.
+FLOPs: the forward multiply-adds (MACs) of the network's convolutions and dense layers
+(from the built layers' shapes), counted per agent step of the update as 2 FLOPs per
+multiply-add of one forward pass over the batch (the V-trace targets) and then, per epoch,
+a forward pass and the backward pass (two forward passes' work: the weights' gradient and
+the input's, less the first convolution's input gradient, which nothing needs);
+``GFLOP per CPU s`` divides them by the measured CPU seconds (against a core's peak, 2 FMA
+pipes x 8 float32 lanes x 2 FLOPs = 32 FLOPs per cycle with AVX2 and 64 with full-width
+AVX-512, it gives the share of the peak the update reaches, for a clock).
 
 ``--profile=NAME,...`` traces two updates of those variants with ``tf.profiler`` after the
 timing (in its last round) and prints the ops that take the time (self time per op type
@@ -48,6 +50,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import shlex
 import statistics
@@ -140,23 +143,32 @@ def variant_environment(variant: dict, base: dict | None = None) -> dict:
 # ---------------------------------------------------------------------------- worker
 def forward_macs(network) -> dict:
     """Multiply-adds of one forward pass of one observation through ``network``'s Conv2D
-    and Dense layers, by layer, from the shapes the layers were built with."""
+    and Dense layers, by layer, from the shapes the layers were built with; the layer that
+    takes the largest input first (the first convolution, which reads the frames)."""
     import keras
 
-    macs = {}
+    macs, sizes = {}, {}
     for layer in network._flatten_layers(include_self=False, recursive=True):
         if not isinstance(layer, keras.layers.Conv2D | keras.layers.Dense):
             continue
         shape = (getattr(layer, "_build_shapes_dict", None) or {}).get("input_shape")
         kernel = [int(d) for d in layer.kernel.shape]
+        sizes[layer.path] = 0 if shape is None else math.prod(shape[1:])
         if isinstance(layer, keras.layers.Dense):
             macs[layer.path] = kernel[0] * kernel[1]
         elif shape is not None:
             out = layer.compute_output_shape((1, *shape[1:]))
-            macs[layer.path] = (
-                int(out[1]) * int(out[2]) * kernel[0] * kernel[1] * kernel[2] * kernel[3]
-            )
-    return macs
+            macs[layer.path] = int(out[1]) * int(out[2]) * math.prod(kernel)
+    return dict(sorted(macs.items(), key=lambda kv: -sizes[kv[0]]))
+
+
+def update_flops(macs: dict, epochs: int) -> int:
+    """FLOPs of one agent step's share of the update (module docstring): one forward pass,
+    then ``epochs`` times a forward pass and the backward pass (the weights' gradient of
+    every layer, the input's of every layer but the first, whose input is the frames)."""
+    forward = sum(macs.values())
+    backward = 2 * forward - (next(iter(macs.values())) if macs else 0)
+    return 2 * (forward * (1 + epochs) + backward * epochs)
 
 
 def onednn_exec_profile(text: str, steps: int) -> dict:
@@ -219,7 +231,7 @@ def worker(args: argparse.Namespace) -> None:
     profile = profile_ops(learner, batch, steps) if args.profile_worker else None
     macs = forward_macs(learner.network)
     epochs = int(getattr(bench.learner.config, "num_epochs", 1))
-    flops = 2 * sum(macs.values()) * (1 + 3 * epochs)
+    flops = update_flops(macs, epochs)
     print(json.dumps({
         "variant": variant["name"], "cpu_s_per_step": statistics.median(cpu),
         "wall_s_per_step": statistics.median(wall), "cpu_runs": cpu, "wall_runs": wall,
@@ -456,7 +468,7 @@ def main(argv=None) -> None:
         f"FLOPs per agent step of the update: {first['flops_per_step'] / 1e6:.1f} M (forward "
         f"multiply-adds {sum(first['forward_macs'].values()) / 1e6:.2f} M: "
         + ", ".join(f"{k} {v / 1e6:.2f} M" for k, v in first["forward_macs"].items())
-        + f"; x 2 x (1 + 3 x {first['num_epochs']} epochs))"
+        + f"; {first['num_epochs']} epochs: update_flops)"
     )
     print_table(summary, args.texts, args.reference)
     for name, profile in profiles.items():

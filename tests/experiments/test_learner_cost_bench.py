@@ -71,6 +71,17 @@ def test_onednn_verbose_lines_give_the_isa_and_the_time_per_primitive():
                              "inner_product brgemm:avx2 forward_training"]  # fmt: skip
 
 
+def test_the_updates_flops_count_no_input_gradient_for_the_first_layer():
+    # Pong's small CNN: conv 16x8x8/4 on 84x84x4 (20x20 out), conv 32x4x4/2 (9x9 out),
+    # dense 2592 -> 256; 4 epochs: 1 + 4 forward passes, 4 backward passes of 2 forwards'
+    # work less the first convolution's input gradient.
+    macs = {"conv": 20 * 20 * 16 * 8 * 8 * 4, "conv_1": 9 * 9 * 32 * 4 * 4 * 16,
+            "dense": 2592 * 256}  # fmt: skip
+    forward = 1_638_400 + 663_552 + 663_552
+    assert bench.update_flops(macs, 4) == 2 * (5 * forward + 4 * (2 * forward - 1_638_400))
+    assert bench.update_flops(macs, 4) == 63_995_904
+
+
 @pytest.mark.parametrize(
     "flag, message",
     [("--variants=nope", "error: --variants: unknown 'nope'"),
