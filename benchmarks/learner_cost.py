@@ -297,8 +297,10 @@ def _pop(stack: list[dict], totals: dict) -> None:
 def run_variant(
     variant: dict, args: argparse.Namespace, profile: bool, onednn_exec: bool = False
 ) -> dict:
-    """One subprocess of ``variant``; with ``onednn_exec``, one update (after one warm-up)
-    under ``ONEDNN_VERBOSE=profile_exec``, its primitives' times in ``onednn_exec``."""
+    """One subprocess of ``variant``; with ``onednn_exec``, three updates (the traced one,
+    a warm-up, a timed one) under ``ONEDNN_VERBOSE=profile_exec``, their primitives' times
+    per agent step in ``onednn_exec`` (the first update's include the primitives'
+    creation)."""
     updates, warmup = (1, 1) if onednn_exec else (args.updates, args.warmup)
     cmd = [sys.executable, os.path.abspath(__file__), f"--config={args.config}",
            f"--updates={updates}", f"--warmup={warmup}",
@@ -315,8 +317,8 @@ def run_variant(
         raise RuntimeError(f"variant {variant['name']!r} failed ({proc.returncode}):\n{tail}")
     result = json.loads(lines[-1])
     result["onednn_isa"] = onednn_isa(proc.stdout + "\n" + proc.stderr)
-    if onednn_exec:  # the warm-up's and the timed update's executions
-        steps = 2 * result["steps_per_update"]
+    if onednn_exec:  # the traced first update's, the warm-up's and the timed one's
+        steps = 3 * result["steps_per_update"]
         result["onednn_exec"] = onednn_exec_profile(proc.stdout, steps)
     return result
 
