@@ -25,8 +25,11 @@ by the subprocess through ``ONEDNN_VERBOSE``'s ``isa:`` line, printed in the tab
 ``--xla_cpu_max_isa=AVX2`` (the LLVM code XLA emits). It cannot cap TensorFlow's own Eigen
 kernels, which the wheel compiles for its baseline ISA (AVX) and so are the same code on
 every x86 CPU, nor the XNNPACK / YNNPACK kernels XLA calls (they dispatch on the CPU they
-find). What it cannot show at all: another CPU's clock, caches and microarchitecture (an
-AVX2-only AMD core's two 256-bit FMA pipes against this core's 512-bit ones).
+find), and it cannot run bfloat16 through oneDNN on AVX2: TensorFlow hands bfloat16 ops to
+oneDNN after its own CPU check, and oneDNN capped at AVX2 has no bfloat16 convolution (the
+``avx2_bf16_eigen`` variant runs them in TensorFlow's Eigen kernels instead, as an AVX2-only
+CPU does). What it cannot show at all: another CPU's clock, caches and microarchitecture
+(an AVX2-only AMD core's 256-bit or 128-bit FMA pipes against this core's).
 
 FLOPs: the forward multiply-adds (MACs) of the network's convolutions and dense layers
 (from the built layers' shapes), counted per agent step of the update as 2 FLOPs per
@@ -41,8 +44,10 @@ AVX-512, it gives the share of the peak the update reaches, for a clock).
 timing (in its last round) and prints the ops that take the time (self time per op type
 on the host threads); ``--onednn_profile=NAME,...`` runs one more subprocess of each, whose
 oneDNN primitives are timed by oneDNN itself (``ONEDNN_VERBOSE=profile_exec``: per primitive
-kind, implementation and direction). The first line is the machine (``benchmarks/machine.py``); the
-last is JSON. Running on a shared machine: quote the load average printed with it.
+kind, implementation and direction). The first line is the machine
+(``benchmarks/machine.py``); the last is JSON. Running on a shared machine: quote the load
+average printed with it. The default variants (all but the XLA ones, :data:`XLA_VARIANTS`)
+take about 8 minutes on 2 idle cores; a bad flag ends with one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -90,7 +95,10 @@ VARIANTS = {
     "avx512_f32": "isa=avx512 --cnn_compute_dtype=float32",
     "avx512_bf16": "isa=avx512 --cnn_compute_dtype=bfloat16",
 }
-DEFAULT_VARIANTS = ",".join(VARIANTS)
+XLA_VARIANTS = ("native_f32_xla", "native_bf16_xla", "avx2_f32_xla", "avx2_f32_xla_onednn")
+"""About 30 s an update of the Pong config (2 cores): named on their own, with ``--rounds=1
+--updates=1 --warmup=0``, not among the defaults."""
+DEFAULT_VARIANTS = ",".join(name for name in VARIANTS if name not in XLA_VARIANTS)
 DEFAULT_REFERENCE = "avx2_f32"
 
 
