@@ -68,6 +68,9 @@ _BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(_BENCH)
 
 DEFAULT_CONFIG = "impala_atari_pong"
+WAITS = ("Run", "Process", "FunctionRun", "ParallelFor", "BlockUntilReady",
+         "ThunkExecutor::Execute", "ExecutorState::Process")  # fmt: skip
+"""Profiler events of the executors, not ops: their self time is mostly waiting for ops."""
 ISA_CAPS = {
     # name: (ONEDNN_MAX_CPU_ISA, --xla_cpu_max_isa)
     "avx2": ("AVX2", "AVX2"),
@@ -252,10 +255,12 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def profile_ops(learner, batch, steps: int, updates: int = 2) -> dict:
-    """Self time per op type of ``updates`` traced updates (``tf.profiler``): each op
-    event's duration on the thread that ran it less the op events nested in it, in seconds
-    per agent step, largest first (the 25 largest). An op's time includes its wait for the
-    pool threads it spreads its work over, so it is the op's wall time, not its CPU time."""
+    """Self time per op type of ``updates`` traced updates (``tf.profiler``): each event's
+    duration on the thread that ran it less the events nested in it, in seconds per agent
+    step, largest first (the 25 largest). TensorFlow's ops ("name:type" events, by type),
+    XLA's thunks (by HLO name, e.g. ``Conv2DBackpropFilter.12``) and the executors' own
+    events (:data:`WAITS`, which hold their waits for the ops). An op's time includes its
+    wait for the pool threads it spreads its work over: its wall time, not its CPU time."""
     import tensorflow as tf
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
@@ -280,8 +285,6 @@ def profile_ops(learner, batch, steps: int, updates: int = 2) -> dict:
                 while stack and stack[-1]["end"] <= e.offset_ps:
                     _pop(stack, totals)
                 name = names.get(e.metadata_id, "?")
-                if ":" not in name:  # not an op ("name:type"): executor and pool events
-                    continue
                 stack.append({"end": e.offset_ps + e.duration_ps, "dur": e.duration_ps,
                               "name": name, "child": 0})  # fmt: skip
             while stack:
@@ -295,7 +298,8 @@ def _pop(stack: list[dict], totals: dict) -> None:
     goes to ``totals`` under its op type (the part after the last ':' of "name:type"), its
     duration to its parent's children."""
     event = stack.pop()
-    kind = event["name"].rsplit(":", 1)[-1]
+    name = event["name"]
+    kind = name if "::" in name else name.rsplit(":", 1)[-1]
     totals[kind] = totals.get(kind, 0) + max(event["dur"] - event["child"], 0)
     if stack:
         stack[-1]["child"] += event["dur"]
@@ -370,13 +374,15 @@ def print_table(summary: dict, variants: dict, reference: str) -> None:
 
 
 def print_profile(name: str, profile: dict) -> None:
-    total = sum(profile.values())
-    print(f"Ops of {name} (self time on the host's threads, CPU-thread ms per agent step; "
-          f"the top {len(profile)}: {1e3 * total:.3f} ms):")  # fmt: skip
-    print("| op | ms per agent step | share of the listed |")
+    """The ops' table of :func:`profile_ops`; shares of the listed ops, waits left out."""
+    total = sum(v for k, v in profile.items() if k not in WAITS) or 1.0
+    print(f"Ops of {name} (self time on the thread that ran them, ms per agent step; the "
+          f"listed ops, waits left out: {1e3 * total:.3f} ms):")  # fmt: skip
+    print("| op | ms per agent step | share of the listed ops |")
     print("| --- | --- | --- |")
     for op, seconds in profile.items():
-        print(f"| {op} | {1e3 * seconds:.4f} | {seconds / total:.0%} |")
+        share = "(wait)" if op in WAITS else f"{seconds / total:.0%}"
+        print(f"| {op} | {1e3 * seconds:.4f} | {share} |")
 
 
 class _Parser(argparse.ArgumentParser):

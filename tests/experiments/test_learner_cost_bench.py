@@ -71,6 +71,24 @@ def test_onednn_verbose_lines_give_the_isa_and_the_time_per_primitive():
                              "inner_product brgemm:avx2 forward_training"]  # fmt: skip
 
 
+def test_a_profile_counts_each_events_self_time_under_its_op_type():
+    totals, ps = {}, 10**12
+    stack = [
+        {"end": 10 * ps, "dur": 10 * ps, "name": "__inference_update:Run", "child": 0},
+        {"end": 9 * ps, "dur": 6 * ps, "name": "ThunkExecutor::Execute", "child": 0},
+        {"end": 8 * ps, "dur": 4 * ps, "name": "Conv2DBackpropFilter.12", "child": 0},
+    ]
+    while stack:
+        bench._pop(stack, totals)
+    assert totals == {"Conv2DBackpropFilter.12": 4 * ps, "ThunkExecutor::Execute": 2 * ps,
+                      "Run": 4 * ps}  # fmt: skip
+    stack = [{"end": 3 * ps, "dur": 3 * ps, "name": "model/conv/Conv2D:_MklNativeFusedConv2D",
+              "child": 0}]  # fmt: skip
+    bench._pop(stack, totals)
+    assert totals["_MklNativeFusedConv2D"] == 3 * ps
+    assert {"Run", "ThunkExecutor::Execute"} <= set(bench.WAITS)
+
+
 def test_the_updates_flops_count_no_input_gradient_for_the_first_layer():
     # Pong's small CNN: conv 16x8x8/4 on 84x84x4 (20x20 out), conv 32x4x4/2 (9x9 out),
     # dense 2592 -> 256; 4 epochs: 1 + 4 forward passes, 4 backward passes of 2 forwards'
