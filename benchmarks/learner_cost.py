@@ -69,7 +69,8 @@ ROOT = os.path.dirname(_BENCH)
 
 DEFAULT_CONFIG = "impala_atari_pong"
 WAITS = ("Run", "Process", "FunctionRun", "ParallelFor", "BlockUntilReady",
-         "ThunkExecutor::Execute", "ExecutorState::Process")  # fmt: skip
+         "ThunkExecutor::Execute", "ExecutorState::Process",
+         "KernelAndDeviceFunc::Run")  # fmt: skip
 """Profiler events of the executors, not ops: their self time is mostly waiting for ops."""
 ISA_CAPS = {
     # name: (ONEDNN_MAX_CPU_ISA, --xla_cpu_max_isa)
