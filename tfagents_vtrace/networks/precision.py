@@ -131,7 +131,7 @@ def cpu_learner_warnings(
     if value == "bfloat16" and not bf16_native(flags, gpus)[0]:
         lines.append(
             "warning: cnn_compute_dtype=bfloat16 on a CPU without avx512_bf16 or amx_bf16: "
-            "the Pong learner's update took 1.9x (AVX-512) to 7.5x (AVX2) the time of "
+            "the Pong learner's update took 1.8x (AVX-512) to 7.3x (AVX2) the time of "
             "float32 per agent step (docs/results/pong.md); --cnn_compute_dtype=auto picks "
             "float32 here"
         )
