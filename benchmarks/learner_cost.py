@@ -251,7 +251,9 @@ def worker(args: argparse.Namespace) -> None:
         "flops_per_step": flops, "num_epochs": epochs,
         "intra": tf.config.threading.get_intra_op_parallelism_threads(),
         "inter": tf.config.threading.get_inter_op_parallelism_threads(),
-        "compute_dtype": bench.net_config.cnn_compute_dtype, "profile": profile,
+        "compute_dtype": getattr(learner.network, "cnn_compute_dtype",
+                                 bench.net_config.cnn_compute_dtype),  # "auto" resolved
+        "profile": profile,
     }), flush=True)  # fmt: skip
 
 
