@@ -100,7 +100,7 @@ VARIANTS = {
     "avx512_bf16": "isa=avx512 --cnn_compute_dtype=bfloat16",
 }
 XLA_VARIANTS = ("native_f32_xla", "native_bf16_xla", "avx2_f32_xla", "avx2_f32_xla_onednn")
-"""About 9 s of wall an update of the Pong config (2 idle cores; 30 s loaded) and a minute
+"""About 9 s of wall an update of the Pong config (2 idle cores; 30 s loaded) and 13-60 s
 to compile: named on their own, with ``--rounds=1 --updates=1 --warmup=0``, not among the
 defaults."""
 DEFAULT_VARIANTS = ",".join(name for name in VARIANTS if name not in XLA_VARIANTS)
