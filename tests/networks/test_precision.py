@@ -143,3 +143,62 @@ def test_this_machine_resolves_auto_to_bfloat16():
         "auto: CPU has amx_bf16",
         "auto: CPU has avx512_bf16",
     )
+
+
+@pytest.mark.parametrize(
+    "flags, value, jit, environ, expected",
+    [
+        # the defaults: nothing to say, on any CPU
+        (AVX2, "auto", False, {}, []),
+        (AMX, "auto", False, {"TF_ENABLE_ONEDNN_OPTS": "1"}, []),
+        (AVX2, "float32", False, {}, []),
+        # XLA (20x measured), whatever the ISA
+        (AVX2, "auto", True, {}, ["jit_compile"]),
+        (AMX, "auto", True, {}, ["jit_compile"]),
+        # oneDNN off (2.2x), in the spellings TensorFlow reads as false
+        (AVX2, "auto", False, {"TF_ENABLE_ONEDNN_OPTS": "0"}, ["TF_ENABLE_ONEDNN_OPTS=0"]),
+        (AMX, "auto", False, {"TF_ENABLE_ONEDNN_OPTS": "False"}, ["TF_ENABLE_ONEDNN_OPTS=0"]),
+        # bfloat16 forced: slow without the instructions only
+        (AVX2, "bfloat16", False, {}, ["cnn_compute_dtype=bfloat16"]),
+        (AVX2 | {"avx512f"}, "bfloat16", False, {}, ["cnn_compute_dtype=bfloat16"]),
+        (None, "bfloat16", False, {}, ["cnn_compute_dtype=bfloat16"]),
+        (AVX512_BF16, "bfloat16", False, {}, []),
+        (AMX, "bfloat16", False, {}, []),
+        # all three at once, in this order
+        (AVX2, "bfloat16", True, {"TF_ENABLE_ONEDNN_OPTS": "0"},
+         ["jit_compile", "TF_ENABLE_ONEDNN_OPTS=0", "cnn_compute_dtype=bfloat16"]),
+    ],
+)  # fmt: skip
+def test_the_slow_learner_settings_on_a_cpu_are_named(flags, value, jit, environ, expected):
+    lines = precision.cpu_learner_warnings(value, jit, flags_of(flags), NO_GPU, environ)
+    assert [line.split(": ")[1].split()[0] for line in lines] == expected
+    assert all(line.startswith("warning: ") and "docs/results/pong.md" in line for line in lines)
+
+
+def test_no_cpu_warning_where_a_gpu_learns():
+    gpus = lambda: [(7, 0)]  # noqa: E731 - even one without bfloat16: not measured
+    environ = {"TF_ENABLE_ONEDNN_OPTS": "0"}
+    assert precision.cpu_learner_warnings("bfloat16", True, flags_of(AVX2), gpus, environ) == []
+
+
+def test_the_start_lines_name_the_slow_settings(monkeypatch, capsys):
+    from tfagents_vtrace.agents.impala.config import ImpalaConfig
+
+    monkeypatch.setattr(precision, "gpu_compute_capabilities", NO_GPU)
+    monkeypatch.setattr(precision, "cpu_flags", flags_of(AVX2))
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    cfg = NetworkConfig(torso="small_atari_cnn", cnn_compute_dtype="bfloat16")
+    print_compute_dtype(cfg, ImpalaConfig(jit_compile=True))
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "cnn compute dtype: bfloat16 (set explicitly)"
+    assert [line.split(":")[1].strip().split()[0] for line in err[1:]] == [
+        "jit_compile", "TF_ENABLE_ONEDNN_OPTS=0", "cnn_compute_dtype=bfloat16"
+    ]  # fmt: skip
+    assert "20x slower" in err[1] and "2.2x slower" in err[2] and "7.3x (AVX2)" in err[3]
+    print_compute_dtype(NetworkConfig(), ImpalaConfig(jit_compile=True))  # no conv torso
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
+    print_compute_dtype(NetworkConfig(torso="small_atari_cnn"), ImpalaConfig())  # defaults
+    assert (
+        capsys.readouterr().err
+        == "cnn compute dtype: float32 (auto: CPU has neither avx512_bf16 nor amx_bf16)\n"
+    )

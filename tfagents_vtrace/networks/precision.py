@@ -5,6 +5,11 @@ elsewhere (:func:`bf16_native`): on a CPU without AVX-512 BF16 or AMX, oneDNN em
 bfloat16 and the shipped Pong configs ran several times slower than in float32
 (docs/results/pong.md, "The configs' ``--cnn_compute_dtype=auto``"). The choice is made where
 a network is built, never stored: a run directory moved to another machine resolves again.
+
+:func:`cpu_learner_warnings`: the settings of a conv torso's learner that made the Pong
+config's update several times slower per agent step on a CPU than the defaults
+(``benchmarks/learner_cost.py``; docs/results/pong.md, "The learner on AVX2-only CPUs"),
+which a run names when it starts.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 # Lowest GPU compute capability with native bfloat16 (NVIDIA Ampere).
 BF16_GPU_CAPABILITY = (8, 0)
+# TF_ENABLE_ONEDNN_OPTS values that turn TensorFlow's oneDNN kernels off (it reads a bool).
+ONEDNN_OFF = ("0", "false")
 
 
 def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str] | None:
@@ -91,3 +98,41 @@ def resolve_compute_dtype(value: str, flags=None, gpus=None) -> str:
       ValueError: naming cnn_compute_dtype, for any other value.
     """
     return compute_dtype_choice(value, flags, gpus)[0]
+
+
+def cpu_learner_warnings(
+    value: str, jit_compile: bool, flags=None, gpus=None, environ=None
+) -> list[str]:
+    """One line for each setting of a conv torso's learner on a CPU that the measurements
+    found several times slower per agent step than the defaults (the Pong config's update,
+    docs/results/pong.md, "The learner on AVX2-only CPUs"): XLA (``jit_compile``), oneDNN
+    turned off (``TF_ENABLE_ONEDNN_OPTS`` in ``environ``, default ``os.environ``), and
+    bfloat16 forced (``value``, the ``cnn_compute_dtype`` setting) where the CPU does not
+    compute it natively. None where a GPU is visible (not measured). ``flags``, ``gpus``: as
+    :func:`bf16_native`'s."""
+    import os
+
+    if list((gpus or gpu_compute_capabilities)()):
+        return []
+    environ = os.environ if environ is None else environ
+    lines = []
+    if jit_compile:
+        lines.append(
+            "warning: jit_compile on a CPU: XLA's CPU convolutions made the Pong learner's "
+            "update 20x slower per agent step than TensorFlow's oneDNN kernels "
+            "(docs/results/pong.md); --nojit_compile runs it without XLA"
+        )
+    if environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() in ONEDNN_OFF:
+        lines.append(
+            "warning: TF_ENABLE_ONEDNN_OPTS=0: TensorFlow's own convolution kernels made the "
+            "Pong learner's update 2.2x slower per agent step than oneDNN's "
+            "(docs/results/pong.md); unset it"
+        )
+    if value == "bfloat16" and not bf16_native(flags, gpus)[0]:
+        lines.append(
+            "warning: cnn_compute_dtype=bfloat16 on a CPU without avx512_bf16 or amx_bf16: "
+            "the Pong learner's update took 1.8x (AVX-512) to 7.3x (AVX2) the time of "
+            "float32 per agent step (docs/results/pong.md); --cnn_compute_dtype=auto picks "
+            "float32 here"
+        )
+    return lines

@@ -112,7 +112,7 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
         verbose=verbose,
     )
     if driver.role.is_chief and verbose:
-        print_compute_dtype(network_config)
+        print_compute_dtype(network_config, agent_config)
     return driver
 
 
@@ -144,17 +144,23 @@ def setting_variables(items: dict) -> list[tuple]:
     return found
 
 
-def print_compute_dtype(network_config) -> None:
+def print_compute_dtype(network_config, agent_config=None) -> None:
     """The start line ``cnn compute dtype: bfloat16 (auto: CPU has amx_bf16)`` on stderr,
-    for a network with a conv torso ("auto" resolved for this machine, as the network was)."""
+    for a network with a conv torso ("auto" resolved for this machine, as the network was),
+    then a warning line for each setting that made a conv torso's learner several times
+    slower on a CPU (``networks.precision.cpu_learner_warnings``: XLA from
+    ``agent_config.jit_compile``, oneDNN off, bfloat16 forced without the instructions)."""
     from tfagents_vtrace.networks.config import CONV_TORSOS
-    from tfagents_vtrace.networks.precision import compute_dtype_choice
+    from tfagents_vtrace.networks.precision import compute_dtype_choice, cpu_learner_warnings
 
     value = getattr(network_config, "cnn_compute_dtype", None)
     if value is None or getattr(network_config, "torso", "mlp") not in CONV_TORSOS:
         return
     dtype, why = compute_dtype_choice(value)
     print(f"cnn compute dtype: {dtype} ({why})", file=sys.stderr, flush=True)
+    jit = bool(getattr(agent_config, "jit_compile", False))
+    for line in cpu_learner_warnings(value, jit):
+        print(line, file=sys.stderr, flush=True)
 
 
 def seed_everything(run) -> None:
