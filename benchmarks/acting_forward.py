@@ -41,6 +41,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the commands set it
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 from machine import machine_line  # noqa: E402
+from stage_costs import timed  # noqa: E402
 
 sys.path.remove(_HERE)  # benchmarks/minatar.py would shadow the minatar package
 
@@ -126,14 +127,8 @@ def learner_update(net, space, batch: int, rng):
 
 def _time(call, seconds: float, per_call: int) -> tuple[float, float]:
     """Wall and CPU milliseconds per sample of ``call()`` over at least ``seconds``."""
-    call()
-    n, wall0, cpu0 = 0, time.perf_counter(), time.process_time()
-    while True:
-        call()
-        n += 1
-        wall = time.perf_counter() - wall0
-        if wall >= seconds:
-            return 1e3 * wall / (n * per_call), 1e3 * (time.process_time() - cpu0) / (n * per_call)
+    calls, cpu, wall = timed(call, seconds)
+    return 1e3 * wall / (calls * per_call), 1e3 * cpu / (calls * per_call)
 
 
 def _busy_load(name: str, space, batch: int, rng, stop: threading.Event) -> threading.Thread:

@@ -44,6 +44,8 @@ import subprocess
 import sys
 import tempfile
 
+from tfagents_vtrace.runtime.rundir.metrics_log import TIMING_FIELDS
+
 _BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _BENCH)
 import ceiling  # noqa: E402
@@ -53,15 +55,7 @@ sys.path.remove(_BENCH)  # benchmarks/minatar.py would shadow the minatar packag
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ("default", "deterministic")
-TIMINGS = (
-    "wall_time",
-    "sps",
-    "bottleneck",
-    "train_wall_time",
-    "train_sps",
-    "train_cpu_ms_per_step",
-    "cpu_ms_per_step",
-)
+TIMINGS = TIMING_FIELDS
 
 
 def flagfile_value(path: str, name: str) -> str | None:

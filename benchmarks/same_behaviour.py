@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+from tfagents_vtrace.runtime.rundir.metrics_log import TIMING_FIELDS
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Python puts this script's folder first on sys.path, where benchmarks/minatar.py would
@@ -39,15 +41,7 @@ SHORT = {
     "taac_pendulum": ("--total_steps=2000", "--eval_every=1000", "--eval_episodes=2"),
     "impala_minatar_breakout": ("--total_steps=8192", "--eval_every=4096", "--eval_episodes=2"),
 }
-TIMINGS = (
-    "wall_time",
-    "sps",
-    "bottleneck",
-    "train_wall_time",
-    "train_sps",
-    "train_cpu_ms_per_step",
-    "cpu_ms_per_step",
-)
+TIMINGS = TIMING_FIELDS
 
 
 def _rows(logdir: str) -> list[dict]:

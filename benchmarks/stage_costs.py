@@ -45,7 +45,7 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _timed(call, seconds: float) -> tuple[int, float, float]:
+def timed(call, seconds: float) -> tuple[int, float, float]:
     """``(calls, CPU seconds, wall seconds)`` of ``call()`` repeated for at least
     ``seconds`` of wall time after one warm-up call."""
     call()
@@ -110,7 +110,7 @@ def measure(config: str, flags: list[str], seconds: float = 5.0) -> dict:
         policy.step(u["observation"][t][:n], u["first"][t][:n], u["prev_action"][t][:n],
                     u["prev_reward"][t][:n], state)  # fmt: skip
 
-    act_calls, act_cpu, act_wall = _timed(act, seconds)
+    act_calls, act_cpu, act_wall = timed(act, seconds)
     batches = [stack_unrolls((recorded[i:] + recorded[:i])[: run.batch_unrolls])
                for i in range(len(recorded))]  # fmt: skip
     turn = [0]
@@ -119,7 +119,7 @@ def measure(config: str, flags: list[str], seconds: float = 5.0) -> dict:
         learner.train_step(batches[turn[0] % len(batches)])
         turn[0] += 1
 
-    updates, learn_cpu, learn_wall = _timed(update, seconds)
+    updates, learn_cpu, learn_wall = timed(update, seconds)
     per_update = run.batch_unrolls * run.unroll_length * run.num_envs
     acted = act_calls * n
     return {

@@ -13,17 +13,9 @@ import pytest
 
 from tests.runtime.test_driver import _setup
 from tfagents_vtrace.runtime.driver import make_driver
-from tfagents_vtrace.runtime.rundir.metrics_log import read_metrics
+from tfagents_vtrace.runtime.rundir.metrics_log import TIMING_FIELDS, read_metrics
 
-TIMINGS = (
-    "wall_time",
-    "sps",
-    "bottleneck",
-    "train_wall_time",
-    "train_sps",
-    "train_cpu_ms_per_step",
-    "cpu_ms_per_step",
-)
+TIMINGS = TIMING_FIELDS
 # impala: 2 actor threads, 2 unrolls per update; a3c / acer_workers: 2 worker threads.
 RUN_KW = {"impala": dict(num_actors=2, batch_unrolls=2), "a2c": {}, "a3c": {}, "acer": {},
           "acer_workers": {}, "taac": {}}  # fmt: skip

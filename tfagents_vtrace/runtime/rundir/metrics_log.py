@@ -17,6 +17,18 @@ import os
 
 from tfagents_vtrace.runtime.rundir.config_io import dumps
 
+TIMING_FIELDS = (
+    "wall_time",
+    "sps",
+    "cpu_ms_per_step",
+    "bottleneck",
+    "train_wall_time",
+    "train_sps",
+    "train_cpu_ms_per_step",
+)
+"""Fields of the rows and of ``final.json`` that depend on the machine's speed and load (with
+the ``time_*`` shares): what a comparison of two runs' rows leaves out."""
+
 
 def row_step(row) -> int | float | None:
     """The step of a metrics row: ``row["step"]`` when ``row`` is a JSON object whose step is
