@@ -159,12 +159,16 @@ def run_ours(system: str, args: argparse.Namespace, workdir: str, round_: int) -
 
 def steady_state(path: str, skip: float = 0.25) -> dict:
     """Agent steps/s and CPU ms per step of a run's metrics rows past the first ``skip`` of
-    its steps (start-up and tracing left out); None each where the rows do not tell."""
+    its steps (start-up and tracing left out); None each where the rows do not tell (an
+    older tree's trainer may write none, or rows without ``cpu_ms_per_step``)."""
+    unknown = {"steady_sps": None, "steady_cpu_ms_per_step": None}
+    if not os.path.exists(path):
+        return unknown
     with open(path) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     rows = [r for r in rows if "sps" in r and r.get("cpu_ms_per_step") is not None]
     if len(rows) < 3:
-        return {"steady_sps": None, "steady_cpu_ms_per_step": None}
+        return unknown
     last = rows[-1]["step"]
     kept = [r for r in rows if r["step"] > skip * last]
     first = max(i for i, r in enumerate(rows) if r["step"] <= skip * last)

@@ -41,7 +41,9 @@ def test_the_steady_state_leaves_out_the_first_quarter(tmp_path):
     assert steady["steady_sps"] == pytest.approx(100.0)  # rows 600..2000 after the one at 500
     assert steady["steady_cpu_ms_per_step"] == pytest.approx(1.0)
     path.write_text(json.dumps(rows[0]) + "\n")
-    assert bench.steady_state(str(path)) == {"steady_sps": None, "steady_cpu_ms_per_step": None}
+    unknown = {"steady_sps": None, "steady_cpu_ms_per_step": None}
+    assert bench.steady_state(str(path)) == unknown
+    assert bench.steady_state(str(tmp_path / "none.jsonl")) == unknown  # an old tree's trainer
 
 
 def test_a_cartpole_config_measures_every_stage():
