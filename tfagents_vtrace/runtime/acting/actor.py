@@ -128,7 +128,7 @@ class ActorSpec:
     env_mode: str = "auto"
     """``make_vector_env`` mode."""
     policy_impl: str = "auto"
-    """"auto" | "tf" | "numpy" (see :mod:`tfagents_vtrace.runtime.acting.policies`)."""
+    """"auto" | "tf" | "numpy" | "fastest" (see :mod:`tfagents_vtrace.runtime.acting.policies`)."""
     env_kwargs: dict = dataclasses.field(default_factory=dict)
     """Environment constructor arguments (``RunConfig.env_kwargs``)."""
     env_step_timeout_s: float | None = None
