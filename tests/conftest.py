@@ -2,10 +2,13 @@
 
 TensorFlow's logical devices can only be configured before the runtime initialises, so the
 two logical CPU devices used by the MirroredStrategy tests are created here, once per test
-process, before any test touches TensorFlow.
+process, before any test touches TensorFlow. ``waits`` records the sleeps of a test's own
+thread (environment failures' backoffs) instead of sleeping them.
 """
 
 import os
+import threading
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -26,3 +29,20 @@ except RuntimeError:  # already initialised (e.g. a plugin touched TF first)
 def rng():
     """A numpy Generator with a fixed seed, for reproducible random test inputs."""
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The backoffs the test's own thread sleeps, recorded instead of slept. ``time.sleep``
+    is one function for the whole process: a thread another test left behind (a watchdog's
+    poll) keeps sleeping for real, rather than spinning and filling the list."""
+    recorded, real_sleep, own = [], time.sleep, threading.get_ident()
+
+    def sleep(seconds):
+        if threading.get_ident() == own:
+            recorded.append(seconds)
+        else:
+            real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    return recorded

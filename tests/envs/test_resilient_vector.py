@@ -137,9 +137,7 @@ def test_an_async_step_past_its_timeout_ends_the_processes_and_raises_env_timeou
     assert env.closed and not any(p.is_alive() for p in env.processes)
 
 
-def test_sub_environments_failing_together_wait_once_per_step(monkeypatch):
-    waits = []
-    monkeypatch.setattr(env_failures.time, "sleep", waits.append)
+def test_sub_environments_failing_together_wait_once_per_step(waits):
 
     class FourValues(CartPoleEnv):  # gym < 0.26's step: every call fails
         def step(self, action):

@@ -1,9 +1,6 @@
 """runtime.env_failures: the restart limits (a window of steps, failures in a row) and their
 messages, plain bad-reward messages, float32's range, malformed reset / step results."""
 
-import threading
-import time
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -14,23 +11,6 @@ from tfagents_vtrace.envs.failures import (
     NonFiniteEnvOutput,
     check_env_output,
 )
-
-
-@pytest.fixture
-def waits(monkeypatch):
-    """The backoffs the test's own thread sleeps, recorded instead of slept. ``time.sleep``
-    is one function for the whole process: a thread another test left behind (a watchdog's
-    poll) keeps sleeping for real, rather than spinning and filling the list."""
-    recorded, real_sleep, own = [], time.sleep, threading.get_ident()
-
-    def sleep(seconds):
-        if threading.get_ident() == own:
-            recorded.append(seconds)
-        else:
-            real_sleep(seconds)
-
-    monkeypatch.setattr(env_failures.time, "sleep", sleep)
-    return recorded
 
 
 def test_failures_in_a_row_end_it_after_max_consecutive_with_a_doubling_capped_backoff(
