@@ -8,6 +8,7 @@ import json
 import os
 import re
 import struct
+import time
 
 import pytest
 
@@ -211,16 +212,32 @@ def test_stop_when_no_improvement_ends_a_real_run_at_its_second_evaluation(tmp_p
 
 
 # ------------------------------------------------------------------ W&B, offline
-def _wandb_records(run_dir: str) -> list:
+def _wandb_records(run_dir: str, timeout: float = 60.0) -> list:
     """The records of an offline W&B run's transaction log (``run-<id>.wandb``): a 7-byte
     W&B header, then LevelDB's log format (32 KiB blocks of chunks, each a 7-byte header:
     CRC, little-endian length, type 1 full / 2 first / 3 middle / 4 last;
     https://github.com/google/leveldb/blob/main/doc/log_format.md), each record a
-    ``wandb_internal_pb2.Record``."""
+    ``wandb_internal_pb2.Record``.
+
+    W&B's service process writes the file on its own schedule, so it can still be short
+    after ``wandb.finish`` returns: the file is read again until it ends with the run's
+    ``exit`` record and no chunk is cut off."""
+    (path,) = glob.glob(os.path.join(run_dir, "run-*.wandb"))
+    deadline = time.monotonic() + timeout
+    while True:
+        records, complete = _parse_wandb_log(open(path, "rb").read())
+        if complete and any(r.WhichOneof("record_type") == "exit" for r in records):
+            return records
+        if time.monotonic() > deadline:
+            return records
+        time.sleep(0.2)
+
+
+def _parse_wandb_log(data: bytes) -> tuple[list, bool]:
+    """``(records, complete)``: complete is False when the last chunk or record is cut off."""
+    from google.protobuf.message import DecodeError
     from wandb.proto import wandb_internal_pb2
 
-    (path,) = glob.glob(os.path.join(run_dir, "run-*.wandb"))
-    data = open(path, "rb").read()
     assert data[:4] == b":W&B"
     block, pos, chunks, records = 32768, 7, b"", []
     while pos + 7 <= len(data):
@@ -228,16 +245,21 @@ def _wandb_records(run_dir: str) -> list:
             pos += block - pos % block
             continue
         _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        if kind == 0:  # zeros: preallocated space
+        if kind == 0:  # zeros: space not yet written
             break
+        if pos + 7 + length > len(data):
+            return records, False
         chunks += data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):
             record = wandb_internal_pb2.Record()
-            record.ParseFromString(chunks)
+            try:
+                record.ParseFromString(chunks)
+            except DecodeError:  # a record still being written
+                return records, False
             records.append(record)
             chunks = b""
-    return records
+    return records, not chunks
 
 
 def test_wandb_logger_logs_every_row_offline(tmp_path, monkeypatch):
