@@ -224,6 +224,10 @@ def check_spaces(agent: str, run_config) -> None:
     environment is made to read them, before any network is built."""
     from tfagents_vtrace.agents import spaces
     from tfagents_vtrace.envs import env_spaces
+    from tfagents_vtrace.envs.multi_agent import check_game_run
 
+    spaces.check_game(agent, run_config.env_id)
     env = env_spaces(run_config.env_id, run_config.env_kwargs)
     spaces.check_spaces(agent, env.observation, env.action)
+    check_game_run(run_config.env_id, run_config.num_envs, run_config.env_mode,
+                   run_config.env_kwargs)  # fmt: skip

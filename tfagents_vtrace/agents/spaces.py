@@ -41,18 +41,22 @@ class AgentSpaces:
     whose shape must have rank 1 (the actor-critic network's vector actions).
     ``action_masks``: a Dict observation's ``action_mask`` entry masks the policy
     (:mod:`tfagents_vtrace.networks.action_masks`; the actor-critic network does it).
+    ``games``: trains games of many agents (:mod:`tfagents_vtrace.envs.multi_agent`), whose
+    absent agents' steps are masked like reset steps.
     """
 
     observations: tuple[str, ...]
     actions: tuple[str, ...]
     rank1_actions: tuple[str, ...] = ("Box", "MultiDiscrete", "MultiBinary")
     action_masks: bool = False
+    games: bool = False
 
 
 _ACTOR_CRITIC = AgentSpaces(
     observations=("Box", "Discrete", "Dict", "Tuple"),
     actions=("Discrete", "Box", "MultiDiscrete", "MultiBinary"),
     action_masks=True,
+    games=True,
 )
 
 SUPPORTED_SPACES: dict[str, AgentSpaces] = {
@@ -142,3 +146,18 @@ def check_spaces(agent_name: str, observation_space, action_space) -> None:
         observation_space = without_mask(observation_space)  # its leaf is checked above
     _check_observation(agent_name, table, observation_space, None)
     _check_action(agent_name, table, action_space)
+
+
+def check_game(agent_name: str, env_id: str) -> None:
+    """Raises ``ValueError("env: ...")`` (one line) when ``env_id`` is a game of many agents
+    (:mod:`tfagents_vtrace.envs.multi_agent`) and ``agent_name`` does not train games."""
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.envs.multi_agent import is_game_id
+
+    if not is_game_id(env_id) or get_agent(agent_name).spaces.games:
+        return
+    takers = [name for name, t in SUPPORTED_SPACES.items() if t.games]
+    raise ValueError(
+        f"env: {agent_name} does not train games of many agents ({env_id}; "
+        f"{', '.join(takers[:-1])} and {takers[-1]} do)"
+    )

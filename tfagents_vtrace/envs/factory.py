@@ -253,6 +253,9 @@ def make_vector_env(
         extra.
     """
     _check_vector_args(num_envs, mode)
+    from tfagents_vtrace.envs.multi_agent import check_mode
+
+    check_mode(env_id, mode)
     family = _family(env_id)
     if mode == "envpool":
         env = _envpool_vector(env_id, num_envs, int(seed), env_kwargs)

@@ -31,6 +31,11 @@ class EnvFamilyConfig:
     previous action on each frame; None keeps the id's (0.25 for v5, as Machado et al. 2018
     recommend; 0 is the deterministic protocol of ``PongNoFrameskip-v4``-style results)."""
 
+    agent_ids: bool = False
+    """Games of many agents (PettingZoo, :mod:`tfagents_vtrace.envs.multi_agent`) only: each
+    agent's observation carries its one-hot index, so that agents sharing one policy can act
+    differently."""
+
     def __post_init__(self) -> None:
         for name in ("num_trials", "screen_size"):
             if getattr(self, name) is not None:
@@ -49,14 +54,21 @@ class EnvFamilyConfig:
         """
         from tfagents_vtrace.envs import BANDIT_IDS
         from tfagents_vtrace.envs.factory import _family
+        from tfagents_vtrace.envs.multi_agent import is_game_id
 
         atari = (_family(env_id) == "atari", "Atari ids (ALE/*)")
+        games = (is_game_id(env_id), "games of many agents (PettingZoo)")
         bandits = (env_id in BANDIT_IDS, f"the bandit ids {list(BANDIT_IDS)}")
-        takes = {"num_trials": bandits, "screen_size": atari, "repeat_action_probability": atari}
+        takes = {
+            "num_trials": bandits,
+            "screen_size": atari,
+            "repeat_action_probability": atari,
+            "agent_ids": games,
+        }
         kwargs = {}
         for name, (applies, which) in takes.items():
             value = getattr(self, name)
-            if value is None:
+            if value is None or value is False:
                 continue
             if not applies:
                 raise ValueError(f"{name}: only {which} take it; env_id is {env_id!r}")

@@ -12,7 +12,13 @@ so :func:`resolve_env` turns what a user passes into one:
   included): it is registered under ``user/<module>.<name>-v0`` with the callable as its entry
   point, so every copy the run makes is a new environment built by the user's code. The same
   callable gives the same id, so the same call resumes its run. An environment *instance* is
-  refused: a run needs one environment per actor and per evaluation.
+  refused: a run needs one environment per actor and per evaluation;
+* a PettingZoo env class, or a callable returning a PettingZoo ``ParallelEnv`` (or an AEC env
+  PettingZoo's ``aec_to_parallel`` converts): a game of many agents, registered the same way
+  by :func:`tfagents_vtrace.envs.multi_agent.register_game` (a function is called once to see
+  what it returns, only when PettingZoo is installed);
+* ``"package.module:make_env"`` where the module registers no id of that name but holds a
+  class or function of it: that object, as above (the command line's way to name one).
 """
 
 from __future__ import annotations
@@ -63,10 +69,39 @@ def resolve_env(env: Any, name: str = "env") -> str:
             f"one, received {env!r}"
         )
     env_id = callable_id(env)
+    if _makes_game(env, name):
+        from tfagents_vtrace.envs.multi_agent import register_game
+
+        return register_game(env, env_id)
     spec = gym.registry.get(env_id)
     if spec is None or spec.entry_point is not env:
         gym.register(env_id, entry_point=env, disable_env_checker=True)
     return env_id
+
+
+def _makes_game(env: Any, name: str) -> bool:
+    """Whether callable ``env`` is a PettingZoo env class or returns a PettingZoo env (it is
+    called once to see; only when PettingZoo is installed, and never for a gymnasium.Env
+    class)."""
+    from tfagents_vtrace.envs import multi_agent
+
+    if isinstance(env, type) and issubclass(env, gym.Env):
+        return False
+    if multi_agent.is_game_class(env):
+        return True
+    if isinstance(env, type) or not multi_agent.pettingzoo_installed():
+        return False
+    made = env()
+    if isinstance(made, gym.Env | gym.vector.VectorEnv):
+        made.close()
+        return False
+    if multi_agent.is_parallel_env(made) or multi_agent.is_aec_env(made):
+        made.close()
+        return True
+    raise ValueError(
+        f"{name}: {callable_name(env)}() returned a {type(made).__name__}, not a gymnasium.Env "
+        "or a PettingZoo env"
+    )
 
 
 def _resolve_id(env_id: str, name: str) -> str:
@@ -74,7 +109,10 @@ def _resolve_id(env_id: str, name: str) -> str:
 
     if ":" in env_id:
         module, env_id = split_path(env_id, name, "package.module:Env-v0")
-        import_module_named(module, name)
+        imported = import_module_named(module, name)
+        maker = getattr(imported, env_id, None)
+        if env_id not in gym.registry and callable(maker):  # package.module:make_env
+            return resolve_env(maker, name)
         if env_id not in gym.registry:
             raise ValueError(
                 f"{name}: importing {module!r} registered no environment {env_id!r} "

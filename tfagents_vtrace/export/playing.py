@@ -262,8 +262,11 @@ def run_episodes(
         return env_action(action, env.action_space)
 
     try:
-        obs, _ = env.reset()
-        return play(env, obs, act, targets)
+        obs, info = env.reset()
+        if env.num_envs != b:  # a vector of games has a whole number of games' columns
+            targets = np.array([(episodes + i) // env.num_envs for i in range(env.num_envs)])
+            holder["state"] = policy.initial_state(env.num_envs)
+        return play(env, obs, act, targets, reset_info=info)
     finally:
         env.close()
 
@@ -294,7 +297,7 @@ def _recording_vector(env_id, num_envs, seed, env_kwargs, video_dir, episodes):
         raise
 
 
-def play(env, obs, act, targets, max_steps: int | None = None):
+def play(env, obs, act, targets, max_steps: int | None = None, reset_info: dict | None = None):
     """The episode loop of every evaluation (training's greedy evaluations, ``tv.evaluate``,
     ``tfv-evaluate``): steps vector env ``env`` (NEXT_STEP autoreset, first observations
     ``obs``) with ``act(obs, first, reward, running) -> actions`` until sub-environment ``i``
@@ -304,12 +307,18 @@ def play(env, obs, act, targets, max_steps: int | None = None):
     ``first`` marks the observations that start an episode, ``reward`` is the previous
     step's (None at the start), ``running`` which sub-environments still play an episode
     that counts. The step after an episode's end (autoreset's reset step) belongs to no
-    episode. After ``max_steps`` steps (a safety cap), the episodes still counting are
-    returned as they stand.
+    episode, nor does one that the step before reported in ``infos["tfv_inactive"]`` (an
+    agent out of its game: :mod:`tfagents_vtrace.envs.multi_agent`; ``reset_info``, the
+    reset's infos, reports the first step's). After ``max_steps`` steps (a safety cap), the
+    episodes still counting are returned as they stand.
     """
+    from tfagents_vtrace.envs.multi_agent import INACTIVE
+
     b = len(targets)
     counts = np.zeros(b, np.int64)
-    first, prev_done = np.ones(b, bool), np.zeros(b, bool)
+    first, skip_next = np.ones(b, bool), np.zeros(b, bool)
+    if reset_info and INACTIVE in reset_info:
+        skip_next = np.asarray(reset_info[INACTIVE], bool)
     ret, length = np.zeros(b), np.zeros(b, np.int64)
     returns, lengths, reward, steps = [], [], None, 0
     while (counts < targets).any():
@@ -319,9 +328,9 @@ def play(env, obs, act, targets, max_steps: int | None = None):
                 lengths.append(int(length[i]))
             break
         action = act(obs, first, reward, counts < targets)
-        obs, reward, term, trunc, _ = env.step(action)
+        obs, reward, term, trunc, info = env.step(action)
         steps += 1
-        live = ~prev_done  # reset steps (after an end) belong to no episode
+        live = ~skip_next  # reset steps (after an end) and absent agents' belong to no episode
         ret[live] += reward[live]
         length[live] += 1
         done = (term | trunc) & live
@@ -331,8 +340,10 @@ def play(env, obs, act, targets, max_steps: int | None = None):
                 lengths.append(int(length[i]))
                 counts[i] += 1
         ret[done], length[done] = 0.0, 0
-        first = prev_done  # the step after a reset step observes a new episode's start
-        prev_done = done
+        first = skip_next  # the step after a skipped step observes a new episode's start
+        skip_next = done
+        if info and INACTIVE in info:  # agents out of their game next step
+            skip_next = done | np.asarray(info[INACTIVE], bool)
     return returns, lengths
 
 

@@ -93,6 +93,7 @@ from tfagents_vtrace.envs.failures import (
     timeout_message,
     watchdog,
 )
+from tfagents_vtrace.envs.multi_agent import INACTIVE
 from tfagents_vtrace.networks.action_masks import MASK_KEY, first_all_masked, mask_blocks
 from tfagents_vtrace.runtime.acting.frames import pack_unroll
 from tfagents_vtrace.runtime.acting.policies import make_policy
@@ -176,6 +177,15 @@ def build_network(network_config, env_id: str, env_kwargs: dict | None = None):
 
     spaces = env_spaces(env_id, env_kwargs)
     return make_network(network_config, spaces.observation, spaces.action)
+
+
+def _inactive(info: dict | None, cols: slice) -> np.ndarray | None:
+    """A vector's ``infos["tfv_inactive"]`` (:mod:`tfagents_vtrace.envs.multi_agent`) as bool
+    ``[B/G]``, or None when it reports none."""
+    if not info or INACTIVE not in info:
+        return None
+    value = np.asarray(info[INACTIVE], bool)
+    return value if value.shape == (cols.stop - cols.start,) else None
 
 
 class _Group:
@@ -309,16 +319,21 @@ class Actor:
     def _start_episodes(self) -> None:
         """Resets every environment and the per-column carry (obs, flags, prev, state)."""
         b = self.spec.num_envs
+        inactive = []
         for group in self._groups:
             group.since = time.perf_counter()
-            group.obs, _ = group.env.reset()
+            group.obs, info = group.env.reset()
             group.since = 0.0
+            inactive.append(_inactive(info, group.cols))
         env = self._groups[0].env
         space = self._action_space = env.single_action_space
         # None, or the action mask's blocks (its entries per action dimension)
         self._mask_blocks = mask_blocks(getattr(env, "single_observation_space", None), space)
         self._first = np.ones(b, bool)
         self._reset = np.zeros(b, bool)
+        for group, absent in zip(self._groups, inactive):  # no first step for absent agents
+            if absent is not None:
+                self._reset[group.cols] = absent
         self._prev_action = np.zeros((b, *space.shape), space.dtype)
         self._prev_reward = np.zeros(b, np.float32)
         self._state = tuple(np.array(s) for s in self.policy.initial_state(b))  # written per group
@@ -516,11 +531,13 @@ class Actor:
             obs = self._restart_env(group, error, step)
             reward, terminated, truncated = np.zeros(b), np.zeros(b, bool), np.zeros(b, bool)
             self._cut(u, t, group, np.ones(b, bool))
+            inactive = None
         else:
             obs, reward, terminated, truncated, infos = result
             if infos and "env_failed" in infos:
                 self._cut(u, t, group, infos["env_failed"])
-        self._advance(u, t, group, obs, reward, terminated, truncated)
+            inactive = _inactive(infos, group.cols)
+        self._advance(u, t, group, obs, reward, terminated, truncated, inactive)
         self._times[1] += time.perf_counter() - mark
 
     def _drain(self) -> None:
@@ -565,8 +582,11 @@ class Actor:
         self.timing["inference_time"] += inference_time
         self.timing["env_time"] += env_time
 
-    def _advance(self, u, t, group, obs, reward, terminated, truncated) -> None:
-        """Records ``group``'s step ``t`` outcome and moves its carry to step ``t + 1``."""
+    def _advance(self, u, t, group, obs, reward, terminated, truncated, inactive=None) -> None:
+        """Records ``group``'s step ``t`` outcome and moves its carry to step ``t + 1``;
+        ``inactive`` (bool ``[B/G]`` or None) marks columns whose step ``t + 1`` reaches no
+        environment (an agent out of its game: :mod:`tfagents_vtrace.envs.multi_agent`), a
+        masked step like a reset step."""
         cols, action = group.cols, group.action
         reward = np.asarray(reward, np.float32)
         u["reward"][t, cols] = reward
@@ -588,7 +608,7 @@ class Actor:
         ).astype(u["action"].dtype)
         self._prev_reward[cols] = np.where(keep, reward, 0.0)
         self._first[cols] = first
-        self._reset[cols] = ended
+        self._reset[cols] = ended if inactive is None else ended | inactive
         group.obs = obs
         for carried, new in zip(self._state, group.new_state):
             carried[cols] = new

@@ -120,11 +120,11 @@ class Evaluator:
         (the loop: :func:`tfagents_vtrace.export.playing.play`)."""
         from tfagents_vtrace.export.playing import play
 
-        n = self.num_episodes
         if self._env is None:
-            self._env = self.env_factory(n, seed)
+            self._env = self.env_factory(self.num_episodes, seed)
+        n = self._env.num_envs  # a vector of games has a whole number of games' columns
         self.env_call_since = time.perf_counter()
-        obs, _ = self._env.reset(seed=seed)
+        obs, reset_info = self._env.reset(seed=seed)
         self.env_call_since = 0.0
         space = self._env.single_action_space
         last = {
@@ -148,7 +148,7 @@ class Evaluator:
             return env_action(action, space)  # a Box action clipped to its bounds, as acting's
 
         returns, lengths = play(_Stamped(self._env, self), obs, act, np.ones(n, np.int64),
-                                self.max_steps)  # fmt: skip
+                                self.max_steps, reset_info)  # fmt: skip
         return {
             "eval_return": float(np.mean(returns)),
             "eval_return_min": float(np.min(returns)),

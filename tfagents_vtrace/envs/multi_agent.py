@@ -1,0 +1,384 @@
+"""Games of many agents (PettingZoo's parallel API) as vector environments of one policy.
+
+A PettingZoo ``ParallelEnv`` (https://pettingzoo.farama.org/api/parallel/) steps all its live
+agents at once: ``step({agent: action})`` returns ``(observations, rewards, terminations,
+truncations, infos)``, each a dict keyed by the agents that took part, and ``env.agents``
+lists the agents still in the game. :class:`ParallelVectorEnv` lays ``G`` such games side by
+side as one gymnasium ``VectorEnv`` whose columns are the ``(game, agent)`` slots, game-major
+(column ``g * N + i`` is agent ``i`` of game ``g``, ``N`` agents a game): the actors' ``[T, B]``
+batch then holds every agent of every game, and one policy acts for all of them.
+
+Agents that are not in the game (an agent that left before the others, one that has not
+arrived yet) have no turn: their column's action is dropped and the vector reports the column
+in ``infos["tfv_inactive"]`` (bool ``[B]``), which means *the column's next step reaches no game*.
+The actors mask such steps out of the loss exactly as they mask the reset steps of NEXT_STEP
+autoreset (``reset_t``, :mod:`tfagents_vtrace.agents.loss_inputs`), and evaluations count them
+in no episode; their observation is zeros and their reward 0, so no stale data is fed. Each
+agent's own episode ends with its ``terminated`` / ``truncated`` step, with its return; a
+column that comes back (the next game, an agent that arrives) starts a new episode.
+
+Autoreset is gymnasium's NEXT_STEP (:mod:`tfagents_vtrace.envs.factory`): when the last agent
+of game ``g`` is done, the next ``step`` resets that game, ignores its columns' actions and
+returns its first observations with reward 0.
+
+An agent's observation can carry its index as a one-hot (``agent_ids=True``): appended to a
+flat ``Box`` observation, or an ``agent_id`` entry of a ``Dict`` one, so that agents sharing
+one policy can still act differently.
+
+:func:`register_game` registers a game maker under a gymnasium id: its ``vector_entry_point``
+builds a :class:`ParallelVectorEnv` of ``ceil(num_envs / N)`` games (training checks that
+``num_envs`` is a multiple of ``N``: :func:`check_columns`), and its ``entry_point`` a
+:class:`GameSpaces`, which holds one agent's spaces for whoever reads an environment's spaces
+and refuses to be stepped. The agents of one game must share their spaces (one policy acts for
+all of them).
+
+PettingZoo is imported only when one of its games is used (the ``pettingzoo`` extra).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces as gspaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+INACTIVE = "tfv_inactive"
+"""The ``infos`` key of the columns whose next step reaches no game (bool ``[B]``)."""
+AGENT_ID_KEY = "agent_id"
+"""The ``Dict`` observation entry of an agent's one-hot index (``agent_ids=True``)."""
+
+
+def pettingzoo_installed() -> bool:
+    """Whether PettingZoo can be imported (the ``pettingzoo`` extra)."""
+    import importlib.util
+
+    return importlib.util.find_spec("pettingzoo") is not None
+
+
+def is_parallel_env(obj: Any) -> bool:
+    """Whether ``obj`` is a PettingZoo ``ParallelEnv`` instance (by PettingZoo's class when it is
+    installed; never imports it otherwise)."""
+    try:
+        from pettingzoo.utils.env import ParallelEnv
+    except ImportError:
+        return False
+    return isinstance(obj, ParallelEnv)
+
+
+def is_aec_env(obj: Any) -> bool:
+    """Whether ``obj`` is a PettingZoo ``AECEnv`` instance (turn by turn)."""
+    try:
+        from pettingzoo.utils.env import AECEnv
+    except ImportError:
+        return False
+    return isinstance(obj, AECEnv)
+
+
+def is_game_class(obj: Any) -> bool:
+    """Whether ``obj`` is a PettingZoo env class (parallel or AEC)."""
+    try:
+        from pettingzoo.utils.env import AECEnv, ParallelEnv
+    except ImportError:
+        return False
+    return isinstance(obj, type) and issubclass(obj, ParallelEnv | AECEnv)
+
+
+def as_parallel(game: Any, name: str = "env") -> Any:
+    """``game`` as a ``ParallelEnv``: itself, or an AEC env through PettingZoo's own converter
+    (``aec_to_parallel``, which takes only AEC envs whose agents can act at once).
+
+    Raises:
+      ValueError: ``"{name}: ..."`` for a turn-by-turn AEC env the converter refuses.
+    """
+    if is_parallel_env(game):
+        return game
+    from pettingzoo.utils.conversions import aec_to_parallel
+
+    try:
+        return aec_to_parallel(game)
+    except AssertionError as e:  # the converter's refusal of a turn-by-turn game
+        name_of = getattr(game, "metadata", {}).get("name", type(game).__name__)
+        raise ValueError(
+            f"{name}: {name_of} is an AEC game whose agents take turns, which PettingZoo's "
+            f"aec_to_parallel cannot convert ({e}); give a ParallelEnv"
+        ) from None
+
+
+def _agent_spaces(game: Any) -> tuple[list[str], gym.Space, gym.Space]:
+    """``(agents, observation space, action space)`` of a game whose agents share spaces."""
+    agents = list(game.possible_agents)
+    if not agents:
+        raise ValueError("env: the game has no possible_agents")
+    obs = {a: game.observation_space(a) for a in agents}
+    act = {a: game.action_space(a) for a in agents}
+    for a in agents[1:]:
+        if obs[a] != obs[agents[0]] or act[a] != act[agents[0]]:
+            raise ValueError(
+                f"env: agents {agents[0]!r} and {a!r} have different spaces (observations "
+                f"{obs[agents[0]]} and {obs[a]}, actions {act[agents[0]]} and {act[a]}); one "
+                "policy acts for every agent of a game, so they must share their spaces"
+            )
+    return agents, obs[agents[0]], act[agents[0]]
+
+
+def _with_agent_id(space: gym.Space, n: int) -> gym.Space:
+    """``space`` with room for a one-hot of ``n`` agents (module docstring)."""
+    if isinstance(space, gspaces.Dict):
+        if AGENT_ID_KEY in space.spaces:
+            raise ValueError(f"agent_ids: the observation has an {AGENT_ID_KEY!r} entry already")
+        return gspaces.Dict({**space.spaces, AGENT_ID_KEY: gspaces.Box(0.0, 1.0, (n,), np.float32)})
+    if isinstance(space, gspaces.Box) and len(space.shape) == 1:
+        low = np.concatenate([space.low.astype(np.float32), np.zeros(n, np.float32)])
+        high = np.concatenate([space.high.astype(np.float32), np.ones(n, np.float32)])
+        return gspaces.Box(low, high, dtype=np.float32)
+    raise ValueError(f"agent_ids: takes a flat Box or a Dict observation, received {space}")
+
+
+class ParallelVectorEnv(VectorEnv):
+    """``ceil(num_envs / N)`` games of ``make_game`` (a function returning a PettingZoo
+    ``ParallelEnv``, or an AEC env ``aec_to_parallel`` converts) as one NEXT_STEP vector env
+    whose columns are the games' agent slots (module docstring).
+
+    Args:
+      make_game: ``(**env_kwargs) -> ParallelEnv``.
+      num_envs: columns wanted; the vector has ``N * ceil(num_envs / N)``.
+      agent_ids: append each agent's one-hot index to its observation.
+      **env_kwargs: passed to ``make_game``.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, make_game: Callable[..., Any], num_envs: int = 1, *,
+                 agent_ids: bool = False, **env_kwargs: Any):  # fmt: skip
+        first = as_parallel(make_game(**env_kwargs))
+        self.agents, obs_space, act_space = _agent_spaces(first)
+        n = len(self.agents)
+        self.num_games = max(1, math.ceil(int(num_envs) / n))
+        self.games = [first] + [
+            as_parallel(make_game(**env_kwargs)) for _ in range(self.num_games - 1)
+        ]
+        self.agent_ids = bool(agent_ids)
+        self._raw_space = obs_space
+        if self.agent_ids:
+            obs_space = _with_agent_id(obs_space, n)
+        self.num_envs = self.num_games * n
+        self.single_observation_space = obs_space
+        self.single_action_space = act_space
+        self.observation_space = batch_space(obs_space, self.num_envs)
+        self.action_space = batch_space(act_space, self.num_envs)
+        self.metadata = {**getattr(first, "metadata", {}), **type(self).metadata}
+        self.render_mode = None
+        self._needs_reset = np.zeros(self.num_games, bool)
+        self._ids = np.eye(n, dtype=np.float32)
+
+    # -- observations ---------------------------------------------------------------------
+    def _observe(self, per_game: list[dict]) -> Any:
+        """The ``[B, ...]`` observation of every column: each game's observations dict, zeros
+        for the agents it does not hold."""
+        leaves = [[self._agent_obs(game_obs, a, i) for i, a in enumerate(self.agents)]
+                  for game_obs in per_game]  # fmt: skip
+        flat = [x for game in leaves for x in game]
+        if isinstance(self.single_observation_space, gspaces.Dict):
+            return {k: np.stack([x[k] for x in flat]) for k in self.single_observation_space}
+        return np.stack(flat)
+
+    def _agent_obs(self, game_obs: dict, agent: str, index: int) -> Any:
+        obs = game_obs.get(agent)
+        if obs is None:
+            obs = _zeros(self._raw_space)
+        if not self.agent_ids:
+            return _as_dtype(obs, self._raw_space)
+        one_hot = self._ids[index]
+        if isinstance(self._raw_space, gspaces.Dict):
+            return {**_as_dtype(obs, self._raw_space), AGENT_ID_KEY: one_hot}
+        return np.concatenate([np.asarray(obs, np.float32).reshape(-1), one_hot])
+
+    # -- the gymnasium VectorEnv API ------------------------------------------------------
+    def reset(self, *, seed: int | list | None = None, options: dict | None = None):
+        if isinstance(seed, int):
+            seeds = [seed + g for g in range(self.num_games)]
+        elif seed is None:
+            seeds = [None] * self.num_games
+        else:
+            seeds = list(seed)[: self.num_games]
+        per_game = []
+        for g, (game, s) in enumerate(zip(self.games, seeds)):
+            obs, _ = game.reset(seed=s, options=options)
+            per_game.append(obs)
+            self._needs_reset[g] = False
+        return self._observe(per_game), {INACTIVE: self._absent()}
+
+    def _absent(self) -> np.ndarray:
+        """The columns whose agent is not in its game now."""
+        return np.array([a not in game.agents for game in self.games for a in self.agents])
+
+    def step(self, actions: Any):
+        n, b = len(self.agents), self.num_envs
+        rewards = np.zeros(b, np.float32)
+        terminated, truncated = np.zeros(b, bool), np.zeros(b, bool)
+        per_game = []
+        for g, game in enumerate(self.games):
+            if self._needs_reset[g]:  # NEXT_STEP: this step resets the game
+                obs, _ = game.reset()
+                self._needs_reset[g] = False
+                per_game.append(obs)
+                continue
+            live = list(game.agents)
+            acts = {a: _column(actions, g * n + self.agents.index(a)) for a in live}
+            obs, rew, term, trunc, _ = game.step(acts)
+            for a in live:  # an agent absent before the step has no outcome in it
+                col = g * n + self.agents.index(a)
+                rewards[col] = float(rew.get(a, 0.0))
+                terminated[col] = bool(term.get(a, False))
+                truncated[col] = bool(trunc.get(a, False)) and not terminated[col]
+            if not game.agents:  # the game is over: the next step resets it
+                self._needs_reset[g] = True
+            per_game.append(obs)
+        # Absent now: an agent that left (this step or before) or has not arrived, and every
+        # agent of a game that is over (its next step resets the game).
+        inactive = self._absent()
+        return self._observe(per_game), rewards, terminated, truncated, {INACTIVE: inactive}
+
+    def close(self, **kwargs: Any) -> None:
+        for game in self.games:
+            try:
+                game.close()
+            except Exception:  # noqa: BLE001 - closing a broken game must not hide the cause
+                pass
+
+
+def _column(actions: Any, col: int) -> Any:
+    if isinstance(actions, dict):
+        return {k: _column(v, col) for k, v in actions.items()}
+    if isinstance(actions, tuple):
+        return tuple(_column(v, col) for v in actions)
+    x = np.asarray(actions)[col]
+    return x.item() if x.ndim == 0 else x
+
+
+def _zeros(space: gym.Space) -> Any:
+    if isinstance(space, gspaces.Dict):
+        return {k: _zeros(s) for k, s in space.spaces.items()}
+    if isinstance(space, gspaces.Discrete):
+        return np.asarray(space.start, space.dtype)
+    return np.zeros(space.shape, space.dtype)
+
+
+def _as_dtype(obs: Any, space: gym.Space) -> Any:
+    if isinstance(space, gspaces.Dict):
+        return {k: _as_dtype(obs[k], s) for k, s in space.spaces.items()}
+    return np.asarray(obs, space.dtype)
+
+
+class GameSpaces(gym.Env):
+    """One agent's spaces of a registered game (what reads an environment's spaces makes);
+    a game is played only as a :class:`ParallelVectorEnv`, so this refuses to be stepped."""
+
+    def __init__(self, make_game: Callable[..., Any], agent_ids: bool = False, **env_kwargs):
+        game = as_parallel(make_game(**env_kwargs))
+        try:
+            agents, obs_space, act_space = _agent_spaces(game)
+            self.metadata = {**getattr(game, "metadata", {})}
+        finally:
+            game.close()
+        self.possible_agents = agents
+        self.observation_space = _with_agent_id(obs_space, len(agents)) if agent_ids else obs_space
+        self.action_space = act_space
+
+    def reset(self, *, seed=None, options=None):
+        raise TypeError(_VECTOR_ONLY)
+
+    def step(self, action):
+        raise TypeError(_VECTOR_ONLY)
+
+
+_VECTOR_ONLY = (
+    "a game of many agents is played as a vector of games (env_mode auto): "
+    "tfagents_vtrace.envs.multi_agent.ParallelVectorEnv"
+)
+
+
+class _VectorMaker:
+    """The ``vector_entry_point`` of a registered game (picklable when ``make_game`` is)."""
+
+    def __init__(self, make_game: Callable[..., Any]):
+        self.make_game = make_game
+
+    def __call__(self, num_envs: int = 1, **kwargs: Any) -> ParallelVectorEnv:
+        return ParallelVectorEnv(self.make_game, num_envs, **kwargs)
+
+
+class _SpacesMaker:
+    """The ``entry_point`` of a registered game: its :class:`GameSpaces`."""
+
+    def __init__(self, make_game: Callable[..., Any]):
+        self.make_game = make_game
+
+    def __call__(self, **kwargs: Any) -> GameSpaces:
+        return GameSpaces(self.make_game, **kwargs)
+
+
+def register_game(make_game: Callable[..., Any], env_id: str) -> str:
+    """Registers ``make_game`` (a PettingZoo env class or a function returning a parallel or
+    AEC env) under ``env_id`` (module docstring); returns ``env_id``. The same maker
+    registered again keeps its registration."""
+    spec = gym.registry.get(env_id)
+    if spec is not None and getattr(spec.entry_point, "make_game", None) is make_game:
+        return env_id
+    gym.register(
+        env_id,
+        entry_point=_SpacesMaker(make_game),
+        vector_entry_point=_VectorMaker(make_game),
+        disable_env_checker=True,
+        order_enforce=False,
+    )
+    return env_id
+
+
+def game_agents(env_id: str, env_kwargs: dict | None = None) -> list[str] | None:
+    """The agents of one game of a registered game ``env_id`` made with ``env_kwargs``; None
+    for any other id."""
+    if not is_game_id(env_id):
+        return None
+    env = gym.make(env_id, **dict(env_kwargs or {}))
+    try:
+        return list(env.unwrapped.possible_agents)
+    finally:
+        env.close()
+
+
+def is_game_id(env_id: str) -> bool:
+    """Whether ``env_id`` is registered by :func:`register_game`."""
+    spec = gym.registry.get(env_id)
+    return spec is not None and isinstance(spec.entry_point, _SpacesMaker)
+
+
+def check_game_run(env_id: str, num_envs: int, mode: str = "auto",
+                   env_kwargs: dict | None = None) -> None:  # fmt: skip
+    """Raises ``ValueError`` naming the setting unless a training's actors can play game
+    ``env_id``: ``num_envs`` a whole number of games (one column per agent) and ``env_mode``
+    "auto" (:func:`check_mode`); nothing for other ids."""
+    if not is_game_id(env_id):
+        return
+    check_mode(env_id, mode)
+    n = len(game_agents(env_id, env_kwargs))
+    if num_envs % n:
+        raise ValueError(
+            f"num_envs: expected a multiple of {n} (one column per agent of each game of "
+            f"{env_id}), received {num_envs}"
+        )
+
+
+def check_mode(env_id: str, mode: str) -> None:
+    """Raises ``ValueError("env_mode: ...")`` for a game id and a mode other than "auto" (a
+    game runs as one :class:`ParallelVectorEnv`)."""
+    if mode != "auto" and is_game_id(env_id):
+        raise ValueError(
+            f"env_mode: a game of many agents ({env_id}) runs as one vector of its games, "
+            f"mode 'auto'; received {mode!r}"
+        )
