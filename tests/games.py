@@ -10,6 +10,13 @@ _module = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_module)
 
 Relay = _module.Relay
-make_relay = _module.make_relay
-make_mirror = _module.make_mirror
 best_returns = _module.best_returns
+
+
+def make_relay(**kwargs):
+    """``relay_game.make_relay`` from a module a Ray worker can import (``tests.games``)."""
+    return Relay(**kwargs)
+
+
+def make_mirror(**kwargs):
+    return Relay(mirror=True, **kwargs)

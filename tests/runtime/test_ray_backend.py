@@ -256,3 +256,23 @@ def test_importing_the_runtime_does_not_import_ray_and_missing_ray_says_how_to_i
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install .[ray]" in out.stdout
+
+
+def test_ray_actors_play_a_game_of_the_users_own(tmp_path, ray_session, pools):
+    """A game of many agents given as a function (registered in this process only, under a
+    ``user/`` id) is made by the Ray actors' own processes: the pool hands them its
+    registration. Each agent's episode is counted: a plays 6 steps, b 3."""
+    pytest.importorskip("pettingzoo")
+    from tests import games
+    from tfagents_vtrace.envs.user_envs import resolve_env
+
+    env_id = resolve_env(games.make_relay)
+    agent = get_agent("impala")
+    run = _run(1024, 2, env_id=env_id)
+    trainer = make_driver(run, agent, agent.Config(), NET, str(tmp_path))
+    final = trainer.run()
+    assert final["step"] >= 1024 and final["eval_length"] == 4.5
+    assert set(trainer.counters.actor_restarts) == {0, 1}
+    assert final["episodes"] > 0 and set(_rows(str(tmp_path))[-1]) >= {"episode_length"}
+    (pool,) = pools
+    assert pool.error is None

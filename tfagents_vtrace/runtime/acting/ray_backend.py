@@ -86,6 +86,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+import gymnasium as gym
+
 from tfagents_vtrace.envs.failures import (
     ActingError,
     EnvFailure,
@@ -272,11 +274,43 @@ def host_env_factory(env_factory: Callable | None, num_envs: int):
     return None if env_factory is None else functools.partial(_vector_env, env_factory, num_envs)
 
 
+def user_env_specs() -> tuple:
+    """The gymnasium registrations of the user's own environments in this process (the
+    ``user/...`` ids :func:`~tfagents_vtrace.envs.user_envs.resolve_env` registers for a
+    class or function, games of many agents included), which a Ray host's new process does
+    not have."""
+    from tfagents_vtrace.envs.user_envs import USER_NAMESPACE
+
+    prefix = f"{USER_NAMESPACE}/"
+    return tuple(spec for env_id, spec in gym.registry.items() if env_id.startswith(prefix))
+
+
+def register_specs(specs) -> None:
+    """Registers each gymnasium ``EnvSpec`` of ``specs`` whose id this process lacks."""
+    for spec in specs:
+        if spec.id not in gym.registry:
+            gym.registry[spec.id] = spec
+
+
+def with_env_specs(host_class: type) -> type:
+    """``host_class``, or a subclass carrying :func:`user_env_specs` when there are some: the
+    host's process registers them before it makes an environment (a class or function the
+    user gave is pickled with them, by reference when its module can be imported there)."""
+    specs = user_env_specs()
+    if not specs:
+        return host_class
+    return type(host_class.__name__, (host_class,), {"env_specs": specs})
+
+
 class HostProcess:
     """Base of a Ray actor body: ignores SIGINT and SIGHUP (a Ctrl-C or a closed terminal is
     for the training process, which checkpoints and then ends its actors), limits
     TensorFlow's threads in the new process before it runs anything, registers the project's
     env ids, and answers :meth:`pid`."""
+
+    env_specs: tuple = ()
+    """The registrations of the user's own environments to make here (:func:`user_env_specs`;
+    a pool's hosts are a subclass that sets them)."""
 
     def __init__(self, tf_threads: int = 1):
         if threading.current_thread() is threading.main_thread():
@@ -290,6 +324,8 @@ class HostProcess:
         except RuntimeError:
             pass
         import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
+
+        register_specs(type(self).env_specs)
 
     def pid(self) -> int:
         """The process id (tests use it to tell actors apart and to probe liveness)."""
@@ -507,7 +543,7 @@ class RayProcesses:
         if self._remote is None:
             self._remote = (
                 import_ray()
-                .remote(self.host_class)
+                .remote(with_env_specs(self.host_class))
                 .options(num_cpus=self.actor_cpus, max_restarts=0)
             )
         return self._remote.remote(
