@@ -14,6 +14,13 @@ steps ahead under MPE's dynamics (damping 0.25, dt 0.1, acceleration 5).
 
 Prints one JSON line per player (``scripted``, ``random``, and ``policy`` when given): the
 mean and spread of the per-agent episode return over ``--episodes`` games.
+
+``connect_four`` (PettingZoo's ``connect_four_v3``): the exported ``--policy`` (greedy, its
+action mask applied) plays ``--episodes`` games as the first player and as many as the
+second against each opponent of :mod:`tfagents_vtrace.envs.turn_games` (``random``, and
+``lookahead``: win now, else block, else random); one JSON line per opponent and seat with
+the wins, draws and losses. Without ``--policy`` the lookahead player is measured in its
+place against random (the reference a policy is held to).
 """
 
 from __future__ import annotations
@@ -102,6 +109,29 @@ def policy_chooser(path: str, agent_ids: bool, n: int = 3):
     return choose
 
 
+def play_connect_four(choose, opponent: str, seat: int, games: int, seed: int) -> dict:
+    """Wins, draws and losses of ``choose(obs, rng) -> action`` in seat ``seat`` (0: first)
+    over ``games`` games of Connect Four against ``opponent``."""
+    from pettingzoo.classic import connect_four_v3
+
+    from tfagents_vtrace.envs.turn_games import TurnGame
+
+    env = TurnGame(connect_four_v3.env, opponent=opponent, seat=f"player_{seat}")
+    rng = np.random.default_rng(seed)
+    counts = {1: 0, 0: 0, -1: 0}
+    obs, _ = env.reset(seed=seed)
+    for _ in range(games):
+        done = False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(choose(obs, rng))
+            done = terminated or truncated
+        counts[info["outcome"]] += 1
+        obs, _ = env.reset()
+    env.close()
+    return {"opponent": opponent, "seat": seat, "games": games, "wins": counts[1],
+            "draws": counts[0], "losses": counts[-1], "win_rate": counts[1] / games}  # fmt: skip
+
+
 def summary(name: str, returns: list[float]) -> dict:
     r = np.asarray(returns)
     q1, q3 = np.percentile(r, [25, 75])
@@ -111,12 +141,15 @@ def summary(name: str, returns: list[float]) -> dict:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--game", default="simple_spread", choices=["simple_spread"])
+    p.add_argument("--game", default="simple_spread", choices=["simple_spread", "connect_four"])
     p.add_argument("--episodes", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--policy", default=None, help="an exported policy directory")
     p.add_argument("--agent_ids", action="store_true", help="the policy was trained with them")
     args = p.parse_args(argv)
+    if args.game == "connect_four":
+        connect_four(args)
+        return
     players = {
         "scripted": lambda obs, i, rng: spread_action(obs, i),
         "random": lambda obs, i, rng: int(rng.integers(5)),
@@ -126,6 +159,32 @@ def main(argv=None) -> None:
     for name, choose in players.items():
         print(json.dumps(summary(name, play_spread(choose, args.episodes, args.seed))))
         sys.stdout.flush()
+
+
+def connect_four(args: argparse.Namespace) -> None:
+    """The ``connect_four`` lines of the module docstring."""
+    from tfagents_vtrace.envs.turn_games import connect_four_lookahead
+
+    if args.policy:
+        import tfagents_vtrace as tv
+
+        policy, name = tv.load_policy(args.policy), "policy"
+
+        def choose(obs, rng):
+            batched = {k: np.asarray(v)[None] for k, v in obs.items()}
+            action, _ = policy.step(batched, policy.initial_state(1), greedy=True)
+            return int(np.asarray(action)[0])
+    else:
+        name = "lookahead"
+
+        def choose(obs, rng):
+            return connect_four_lookahead(obs, "", rng)
+
+    for opponent in ("random", "lookahead"):
+        for seat in (0, 1):
+            row = play_connect_four(choose, opponent, seat, args.episodes, args.seed)
+            print(json.dumps({"player": name, **row}))
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":
