@@ -72,3 +72,22 @@ def test_cli_trains_a_module_function_game_and_resumes_it(tmp_path):
     bad = _cli(*flags[:-1], "--num_envs=5", "--total_steps=64", f"--logdir={tmp_path / 'bad'}")
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].startswith("error: --num_envs: expected a multiple")
+
+
+def connect_four_vs_random():
+    from pettingzoo.classic import connect_four_v3
+
+    from tfagents_vtrace.envs.turn_games import TurnGame
+
+    return TurnGame(connect_four_v3.env, opponent="random")
+
+
+def test_a_turn_game_trains_against_an_opponent_and_reports_its_win_rate(tmp_path):
+    pytest.importorskip("pygame")  # Connect Four's module imports it
+    final = tv.train("impala", env=connect_four_vs_random, logdir=str(tmp_path / "run"),
+                     total_steps=1024, seed=0, **SMALL)  # fmt: skip
+    rates = [final[f"eval_{k}_rate"] for k in ("win", "draw", "loss")]
+    assert sum(rates) == pytest.approx(1.0)
+    assert final["eval_return"] == pytest.approx(rates[0] - rates[2])  # +1 win, -1 loss
+    result = tv.evaluate(str(tmp_path / "run" / "policy"), connect_four_vs_random, episodes=8)
+    assert result["win_rate"] == np.mean(np.asarray(result["returns"]) > 0)

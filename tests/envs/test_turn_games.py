@@ -103,3 +103,29 @@ def test_bad_seats_and_opponents_are_refused():
         TurnGame(connect_four_v3.env, seat="player_9")
     with pytest.raises(ValueError, match=r"^opponent: expected one of"):
         TurnGame(connect_four_v3.env, opponent="greedy")
+
+
+def test_evaluations_count_wins_draws_and_losses_of_a_game():
+    """``tv.evaluate`` of a player in a seat: its win, draw and loss rates are the outcomes
+    the games end with, counted again here from the returns (+1 win, -1 loss, 0 draw)."""
+    from tfagents_vtrace.export.playing import outcome_rates, play
+
+    env_fns = [lambda: TurnGame(connect_four_v3.env, opponent="random", seat="player_0")] * 4
+    import gymnasium as gym
+
+    env = gym.vector.SyncVectorEnv(env_fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    obs, info = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+
+    def act(obs, first, reward, running):  # column 0 plays columns of the board in turn
+        return np.array([random_opponent({"action_mask": m}, "", rng)
+                         for m in obs["action_mask"]])  # fmt: skip
+
+    outcomes = []
+    returns, _ = play(env, obs, act, np.full(4, 5), outcomes=outcomes)
+    assert len(outcomes) == len(returns) == 20
+    np.testing.assert_array_equal(outcomes, np.sign(returns))
+    rates = outcome_rates(outcomes, 20)
+    assert rates["win_rate"] == np.mean(np.asarray(returns) > 0)
+    assert rates["loss_rate"] == np.mean(np.asarray(returns) < 0)
+    assert outcome_rates(outcomes[:-1], 20) == {}  # not every episode reported one

@@ -51,7 +51,12 @@ from tfagents_vtrace.commands.cli import (  # noqa: E402
     reports_flag_errors,
     run,
 )
-from tfagents_vtrace.export.playing import input_specs, run_episodes, summarize  # noqa: E402
+from tfagents_vtrace.export.playing import (  # noqa: E402
+    input_specs,
+    outcome_rates,
+    run_episodes,
+    summarize,
+)
 
 FLAGS = flags.FLAGS
 
@@ -260,6 +265,7 @@ def main(argv: list[str]) -> None:
         fault(f"--{e}")
     io = policy_io(policy.saved_model)
     check_policy_env(io, FLAGS.env, observation_space, action_space, FLAGS.policy)
+    outcomes: list[int] = []
     try:
         returns, lengths = run_episodes(
             policy,
@@ -270,6 +276,7 @@ def main(argv: list[str]) -> None:
             num_envs=FLAGS.num_envs,
             env_kwargs=env_kwargs,
             video_dir=FLAGS.video,
+            outcomes=outcomes,
         )
     except ValueError as e:
         if not str(e).startswith("video_dir: "):
@@ -284,6 +291,7 @@ def main(argv: list[str]) -> None:
         greedy=FLAGS.greedy,
         seed=FLAGS.seed,
         wall_time=time.time() - START_TIME,
+        **outcome_rates(outcomes, len(returns)),
     )
     if FLAGS.video is not None:
         from tfagents_vtrace.export.playing import recorded_episodes

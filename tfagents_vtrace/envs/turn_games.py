@@ -31,6 +31,8 @@ import gymnasium as gym
 import numpy as np
 
 Opponent = Callable[[Any, str, np.random.Generator], int]
+OUTCOME = "outcome"
+"""The info key of a game's end: 1 win, 0 draw, -1 loss."""
 
 
 def random_opponent(observation: Any, agent: str, rng: np.random.Generator) -> int:
@@ -165,7 +167,7 @@ class TurnGame(gym.Env):
         obs, reward, terminated, truncated = self._advance()
         info = {"seat": self.agents.index(self.seat)}
         if terminated or truncated:
-            info["outcome"] = int(np.sign(reward))
+            info[OUTCOME] = int(np.sign(reward))
         return obs, reward, terminated, truncated, info
 
     def close(self) -> None:

@@ -223,6 +223,7 @@ def run_episodes(
     num_envs: int = 8,
     env_kwargs: dict | None = None,
     video_dir: str | os.PathLike | None = None,
+    outcomes: list | None = None,
 ) -> tuple[list[float], list[int]]:
     """Plays ``episodes`` episodes of ``policy`` (:func:`as_policy`) on up to ``num_envs``
     vectorized ``env_id`` environments; returns ``(returns, lengths)``. Episodes are spread
@@ -266,7 +267,7 @@ def run_episodes(
         if env.num_envs != b:  # a vector of games has a whole number of games' columns
             targets = np.array([(episodes + i) // env.num_envs for i in range(env.num_envs)])
             holder["state"] = policy.initial_state(env.num_envs)
-        return play(env, obs, act, targets, reset_info=info)
+        return play(env, obs, act, targets, reset_info=info, outcomes=outcomes)
     finally:
         env.close()
 
@@ -297,7 +298,8 @@ def _recording_vector(env_id, num_envs, seed, env_kwargs, video_dir, episodes):
         raise
 
 
-def play(env, obs, act, targets, max_steps: int | None = None, reset_info: dict | None = None):
+def play(env, obs, act, targets, max_steps: int | None = None, reset_info: dict | None = None,
+         outcomes: list | None = None):  # fmt: skip
     """The episode loop of every evaluation (training's greedy evaluations, ``tv.evaluate``,
     ``tfv-evaluate``): steps vector env ``env`` (NEXT_STEP autoreset, first observations
     ``obs``) with ``act(obs, first, reward, running) -> actions`` until sub-environment ``i``
@@ -311,8 +313,13 @@ def play(env, obs, act, targets, max_steps: int | None = None, reset_info: dict 
     agent out of its game: :mod:`tfagents_vtrace.envs.multi_agent`; ``reset_info``, the
     reset's infos, reports the first step's). After ``max_steps`` steps (a safety cap), the
     episodes still counting are returned as they stand.
+
+    ``outcomes``: a list that receives, in the same order as the returns, the ``outcome`` the
+    environment's info reports at the end of each episode (a game's 1 win, 0 draw, -1 loss:
+    :mod:`tfagents_vtrace.envs.turn_games`), for the episodes that report one.
     """
     from tfagents_vtrace.envs.multi_agent import INACTIVE
+    from tfagents_vtrace.envs.turn_games import OUTCOME
 
     b = len(targets)
     counts = np.zeros(b, np.int64)
@@ -339,12 +346,33 @@ def play(env, obs, act, targets, max_steps: int | None = None, reset_info: dict 
                 returns.append(float(ret[i]))
                 lengths.append(int(length[i]))
                 counts[i] += 1
+                if outcomes is not None and _reported(info, OUTCOME, i):
+                    outcomes.append(int(info[OUTCOME][i]))
         ret[done], length[done] = 0.0, 0
         first = skip_next  # the step after a skipped step observes a new episode's start
         skip_next = done
         if info and INACTIVE in info:  # agents out of their game next step
             skip_next = done | np.asarray(info[INACTIVE], bool)
     return returns, lengths
+
+
+def _reported(info: dict | None, key: str, i: int) -> bool:
+    """Whether a vector's ``info`` holds ``key`` for sub-environment ``i`` (gymnasium's
+    ``_key`` mask, when there is one)."""
+    if not info or key not in info:
+        return False
+    mask = info.get(f"_{key}")
+    return True if mask is None else bool(np.asarray(mask)[i])
+
+
+def outcome_rates(outcomes: list[int], episodes: int) -> dict:
+    """``win_rate``, ``draw_rate`` and ``loss_rate`` of ``outcomes`` when every one of the
+    ``episodes`` reported one; else ``{}``."""
+    if not outcomes or len(outcomes) != episodes:
+        return {}
+    o = np.asarray(outcomes)
+    return {"win_rate": float(np.mean(o == 1)), "draw_rate": float(np.mean(o == 0)),
+            "loss_rate": float(np.mean(o == -1))}  # fmt: skip
 
 
 def summarize(returns: list[float]) -> dict:
@@ -373,7 +401,9 @@ def evaluate(
     """Plays ``episodes`` episodes of ``policy`` (a path, a loaded SavedModel or a
     :class:`Policy`) in ``env`` (an id, ``module:Env-v0``, a ``gymnasium.Env`` class or a
     function returning one); returns ``{"mean_return", "std_return", "min_return",
-    "max_return", "mean_length", "episodes", "returns"}``, and ``"videos"`` (their paths)
+    "max_return", "mean_length", "episodes", "returns"}``, ``"win_rate"``, ``"draw_rate"``
+    and ``"loss_rate"`` when every episode reports its ``outcome`` (a game against an
+    opponent: :mod:`tfagents_vtrace.envs.turn_games`), and ``"videos"`` (their paths)
     with ``video_dir``: every episode of the first of the ``num_envs`` environments
     (:func:`recorded_episodes`, all of them with ``num_envs=1``) recorded as
     ``video_dir/episode-<k>.mp4`` (``pip install 'tfagents_vtrace[video]'``;
@@ -381,6 +411,7 @@ def evaluate(
     from tfagents_vtrace.envs.user_envs import resolve_env
 
     env_id = resolve_env(env)
+    outcomes: list[int] = []
     returns, lengths = run_episodes(
         policy,
         env_id,
@@ -390,6 +421,7 @@ def evaluate(
         num_envs=num_envs,
         env_kwargs=env_kwargs,
         video_dir=video_dir,
+        outcomes=outcomes,
     )
     stats = summarize(returns)
     result = {
@@ -400,6 +432,7 @@ def evaluate(
         "mean_length": float(np.mean(lengths)),
         "episodes": stats["episodes"],
         "returns": returns,
+        **outcome_rates(outcomes, len(returns)),
     }
     if video_dir is not None:
         from tfagents_vtrace.export.video import video_paths

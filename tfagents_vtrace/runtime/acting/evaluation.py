@@ -118,7 +118,7 @@ class Evaluator:
     def _run_once(self, seed: int) -> dict[str, float]:
         """The first episode of each of ``num_episodes`` environments reset with ``seed``
         (the loop: :func:`tfagents_vtrace.export.playing.play`)."""
-        from tfagents_vtrace.export.playing import play
+        from tfagents_vtrace.export.playing import outcome_rates, play
 
         if self._env is None:
             self._env = self.env_factory(self.num_episodes, seed)
@@ -147,12 +147,15 @@ class Evaluator:
             last["action"] = np.asarray(action, space.dtype)
             return env_action(action, space)  # a Box action clipped to its bounds, as acting's
 
+        outcomes: list[int] = []
         returns, lengths = play(_Stamped(self._env, self), obs, act, np.ones(n, np.int64),
-                                self.max_steps, reset_info)  # fmt: skip
+                                self.max_steps, reset_info, outcomes)  # fmt: skip
+        rates = outcome_rates(outcomes, len(returns))  # a game's wins, draws and losses
         return {
             "eval_return": float(np.mean(returns)),
             "eval_return_min": float(np.min(returns)),
             "eval_length": float(np.mean(lengths)),
+            **{f"eval_{k}": v for k, v in rates.items()},
             **(stats.fields() if stats is not None else {}),
         }
 
