@@ -38,6 +38,7 @@ PettingZoo is imported only when one of its games is used (the ``pettingzoo`` ex
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -200,8 +201,8 @@ class ParallelVectorEnv(VectorEnv):
 
     # -- the gymnasium VectorEnv API ------------------------------------------------------
     def reset(self, *, seed: int | list | None = None, options: dict | None = None):
-        if isinstance(seed, int):
-            seeds = [seed + g for g in range(self.num_games)]
+        if isinstance(seed, numbers.Integral):
+            seeds = [int(seed) + g for g in range(self.num_games)]
         elif seed is None:
             seeds = [None] * self.num_games
         else:

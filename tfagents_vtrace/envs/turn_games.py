@@ -11,7 +11,7 @@ the reward its seat gathered from its move up to its next turn (the opponent's w
 included), and its episode ends when its seat is terminated or truncated.
 
 Opponents are ``(observation, agent, rng) -> action`` callables, or a name: ``"random"`` (a
-uniformly random allowed action, from the observation's ``action_mask`` when it has one) and
+uniformly random action among those the observation's ``action_mask`` allows) and
 ``"lookahead"`` for Connect Four (:func:`connect_four_lookahead`: win now if a move wins,
 else block the opponent's immediate win, else random). The info of the step that ends an
 episode holds ``outcome``: 1 for a win (the seat's final reward above 0), -1 for a loss, 0
@@ -36,7 +36,11 @@ OUTCOME = "outcome"
 
 
 def random_opponent(observation: Any, agent: str, rng: np.random.Generator) -> int:
-    """A uniformly random allowed action (every action of ``Discrete(n)`` without a mask)."""
+    """A uniformly random action among those the observation's ``action_mask`` allows.
+
+    Raises:
+      ValueError: for an observation without an ``action_mask`` entry.
+    """
     mask = observation.get("action_mask") if isinstance(observation, dict) else None
     if mask is None:
         raise ValueError("opponent 'random' needs an observation with an 'action_mask' entry")
