@@ -231,3 +231,6 @@ def check_spaces(agent: str, run_config) -> None:
     spaces.check_spaces(agent, env.observation, env.action)
     check_game_run(run_config.env_id, run_config.num_envs, run_config.env_mode,
                    run_config.env_kwargs)  # fmt: skip
+    from tfagents_vtrace.runtime.self_play import check_self_play_run
+
+    check_self_play_run(agent, run_config)

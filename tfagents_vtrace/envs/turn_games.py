@@ -11,11 +11,18 @@ the reward its seat gathered from its move up to its next turn (the opponent's w
 included), and its episode ends when its seat is terminated or truncated.
 
 Opponents are ``(observation, agent, rng) -> action`` callables, or a name: ``"random"`` (a
-uniformly random action among those the observation's ``action_mask`` allows) and
+uniformly random action among those the observation's ``action_mask`` allows),
 ``"lookahead"`` for Connect Four (:func:`connect_four_lookahead`: win now if a move wins,
-else block the opponent's immediate win, else random). The info of the step that ends an
-episode holds ``outcome``: 1 for a win (the seat's final reward above 0), -1 for a loss, 0
-for a draw, and ``seat``, the seat's index.
+else block the opponent's immediate win, else random), and the self-play names ``"self"`` (a
+frozen past snapshot of the policy being trained, drawn anew for each episode) and
+``"oldest"`` (the first snapshot of the run). Snapshots come from the process's
+:class:`SnapshotSource` (:func:`set_snapshot_source`), which a training run sets
+(:mod:`tfagents_vtrace.runtime.self_play`); without one, a self-play game cannot be played.
+A game's maker that takes ``opponent=`` lets a run evaluate its policy against fixed
+opponents (``random`` and ``oldest``) while it trains against ``self``.
+
+The info of the step that ends an episode holds ``outcome``: 1 for a win (the seat's final
+reward above 0), -1 for a loss, 0 for a draw, and ``seat``, the seat's index.
 
 The game's observation and action spaces are the learner's seat's (all seats must share
 them); a ``Dict`` observation with an ``action_mask`` entry masks the policy
@@ -85,6 +92,44 @@ def connect_four_lookahead(observation: dict, agent: str, rng: np.random.Generat
 
 
 OPPONENTS: dict[str, Opponent] = {"random": random_opponent, "lookahead": connect_four_lookahead}
+SELF, OLDEST = "self", "oldest"
+SNAPSHOT_OPPONENTS = (SELF, OLDEST)
+"""The opponents drawn from the training run's snapshots (module docstring)."""
+
+
+class SnapshotSource:
+    """What a self-play game draws its opponents from (a training run provides one)."""
+
+    def draw(self, rng: np.random.Generator) -> Opponent:
+        """An opponent playing a snapshot drawn by the run's rule (a new one per episode)."""
+        raise NotImplementedError
+
+    def oldest(self) -> Opponent:
+        """The opponent playing the run's first snapshot."""
+        raise NotImplementedError
+
+
+_SOURCE: list[SnapshotSource | None] = [None]
+
+
+def set_snapshot_source(source: SnapshotSource | None) -> None:
+    """Makes ``source`` this process's snapshots for the ``"self"`` and ``"oldest"``
+    opponents (None: none)."""
+    _SOURCE[0] = source
+
+
+def snapshot_source() -> SnapshotSource:
+    """This process's :class:`SnapshotSource`.
+
+    Raises:
+      ValueError: ``"opponent: ..."`` when no training run provides one.
+    """
+    if _SOURCE[0] is None:
+        raise ValueError(
+            "opponent: 'self' and 'oldest' play snapshots of a policy being trained; they "
+            "exist only inside a training run (give a fixed opponent such as 'random' here)"
+        )
+    return _SOURCE[0]
 
 
 def opponent_named(opponent: str | Opponent) -> Opponent:
@@ -96,7 +141,8 @@ def opponent_named(opponent: str | Opponent) -> Opponent:
     if callable(opponent):
         return opponent
     if opponent not in OPPONENTS:
-        raise ValueError(f"opponent: expected one of {sorted(OPPONENTS)} or a callable, "
+        names = sorted([*OPPONENTS, *SNAPSHOT_OPPONENTS])
+        raise ValueError(f"opponent: expected one of {names} or a callable, "
                          f"received {opponent!r}")  # fmt: skip
     return OPPONENTS[opponent]
 
@@ -106,7 +152,8 @@ class TurnGame(gym.Env):
 
     Args:
       make_game: ``(**game_kwargs) -> AECEnv``.
-      opponent: who plays the other seats: ``"random"``, ``"lookahead"`` or a callable.
+      opponent: who plays the other seats: ``"random"``, ``"lookahead"``, ``"self"``,
+        ``"oldest"`` or a callable.
       seat: the learner's agent name, or ``"alternate"``.
       **game_kwargs: passed to ``make_game``.
     """
@@ -129,7 +176,9 @@ class TurnGame(gym.Env):
         self.observation_space = self.game.observation_space(first)
         self.action_space = self.game.action_space(first)
         self.metadata = dict(getattr(self.game, "metadata", {}))
-        self.opponent = opponent_named(opponent)
+        self.opponent_name = opponent if isinstance(opponent, str) else None
+        self.self_play = opponent == SELF
+        self.opponent = None if opponent in SNAPSHOT_OPPONENTS else opponent_named(opponent)
         self.seat_choice = seat
         self.seat = first if seat == "alternate" else seat
         self._episodes = 0
@@ -159,6 +208,10 @@ class TurnGame(gym.Env):
         if self.seat_choice == "alternate":
             self.seat = self.agents[self._episodes % len(self.agents)]
         self._episodes += 1
+        if self.opponent_name == SELF:  # a snapshot drawn for each episode
+            self.opponent = snapshot_source().draw(self._rng)
+        elif self.opponent_name == OLDEST:
+            self.opponent = snapshot_source().oldest()
         self.game.reset(seed=None if seed is None else int(seed), options=options)
         obs, _, _, _ = self._advance()
         return obs, {"seat": self.agents.index(self.seat)}

@@ -19,6 +19,7 @@ import dataclasses
 import math
 import time
 
+from tfagents_vtrace.envs.turn_games import set_snapshot_source
 from tfagents_vtrace.networks.normalization import ReturnScaler
 from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import strategy as strategy_lib
@@ -26,6 +27,7 @@ from tfagents_vtrace.runtime.acting.time_shares import TimeShares
 from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls, unroll_source
 from tfagents_vtrace.runtime.config import stream_seed
 from tfagents_vtrace.runtime.run_agent import NetworkAgent, update_statistics
+from tfagents_vtrace.runtime.self_play import SnapshotOpponents, SnapshotPool, is_self_play
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,15 +73,40 @@ class ActorLearner(NetworkAgent):
             replayed_per_batch(getattr(agent_config, "replay_ratio", 0.0), run.batch_unrolls),
             seed=stream_seed(run.seed, stream=1),
         )
+        self.pool = None  # self-play: the snapshots the game's opponents play
+        if is_self_play(run.env_id, run.env_kwargs):
+            shapes = [w.shape for w in self.learner.get_weights()]
+            self.pool = SnapshotPool(shapes, run.self_play_pool, run.self_play_latest)
 
     def checkpoint_items(self) -> dict:
         items = {**self.learner.checkpoint_items(), "network": self.learner.network}
         if self.returns is not None:
             items["return_statistics"] = self.returns.statistics
+        if self.pool is not None:
+            items["self_play"] = self.pool
         return items
+
+    def _snapshot_opponents(self, counters) -> None:
+        """Self-play: the pool's first snapshot (a new run's step 0), the opponents of this
+        process's games, and the step of the next snapshot."""
+        if len(self.pool) == 0:
+            self.pool.add(counters.env_steps, self.learner.get_weights())
+        last = int(self.pool.steps.numpy().max())
+        self._next_snapshot = last + self.run_config.self_play_every
+
+        def opponent_policy(weights):
+            from tfagents_vtrace.runtime.acting.policies import make_policy
+
+            policy = make_policy(self.build_network(), "auto", greedy=False)
+            policy.set_weights(weights)
+            return policy
+
+        set_snapshot_source(SnapshotOpponents(self.pool, opponent_policy))
 
     def start(self, counters) -> None:
         run, self.counters = self.run_config, counters
+        if self.pool is not None:
+            self._snapshot_opponents(counters)
         spec = self.actor_spec(run.unroll_length, counters.updates, self.seed_offset)
         self.source = unroll_source(
             run,
@@ -108,6 +135,9 @@ class ActorLearner(NetworkAgent):
         trained = time.perf_counter()
         counters.add(steps=run.steps_per_update, updates=1)
         self.source.publish(counters.updates, self.learner.get_weights())
+        if self.pool is not None and counters.env_steps >= self._next_snapshot:
+            self.pool.add(counters.env_steps, self.learner.get_weights())
+            self._next_snapshot = counters.env_steps + run.self_play_every
         infos = [info for _, info in items]
         self.times.add_update(infos, start, received, trained, time.perf_counter())
         return metrics
@@ -121,4 +151,12 @@ class ActorLearner(NetworkAgent):
         )
 
     def row_fields(self, times: dict | None) -> dict:
-        return {} if times is None else self.times.fields(times["interval"], times["eval"])
+        fields = {} if times is None else self.times.fields(times["interval"], times["eval"])
+        if self.pool is not None:
+            fields["self_play_snapshots"] = len(self.pool)
+        return fields
+
+    def close(self) -> None:
+        if self.pool is not None:
+            set_snapshot_source(None)
+        super().close()

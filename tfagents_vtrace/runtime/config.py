@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfagents_vtrace.utils.validation import check_int
+from tfagents_vtrace.utils.validation import check_int, check_number
 
 SETTING = "setting"
 """Field metadata key: ``{SETTING: False}`` marks a config field that is no setting or flag
@@ -132,6 +132,15 @@ class RunConfig:
     through this machine's memory, where stacking again costs more than the bytes it saves.
     True: every actor of a queue (threads, Ray); False: none. Other observations ship as they
     are, and the inline actor (``num_actors=0``) ships nothing."""
+    self_play_every: int = 50_000
+    """Self-play (a turn-by-turn game with ``opponent="self"``,
+    :mod:`tfagents_vtrace.runtime.self_play`): agent steps between two snapshots of the
+    policy added to the opponents' pool (the first at step 0)."""
+    self_play_pool: int = 10
+    """Self-play: snapshots the pool holds (>= 2): the first one, and the newest others."""
+    self_play_latest: float = 0.5
+    """Self-play: the probability that an episode's opponent is the newest snapshot; else
+    one of the held snapshots, uniformly."""
     export_policy: bool = True
     """Write DIR/policy (SavedModel) at the end."""
     deterministic: bool = False
@@ -177,6 +186,9 @@ class RunConfig:
         check_int("eval_episodes", self.eval_episodes, 1)
         check_int("deterministic_lag", self.deterministic_lag, 0)
         check_int("log_every_steps", self.log_every_steps, 0)
+        check_int("self_play_every", self.self_play_every, 1)
+        check_int("self_play_pool", self.self_play_pool, 2)
+        check_number("self_play_latest", self.self_play_latest, 0.0, 1.0, False, False)
         timeout = self.env_step_timeout_s
         if timeout is not None and not (
             isinstance(timeout, int | float) and not isinstance(timeout, bool)

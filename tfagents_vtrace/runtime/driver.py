@@ -46,12 +46,9 @@ import time
 
 from tfagents_vtrace.envs.failures import EnvFailure
 from tfagents_vtrace.replay import storage
+from tfagents_vtrace.runtime import self_play
 from tfagents_vtrace.runtime import strategy as strategy_lib
-from tfagents_vtrace.runtime.acting.evaluation import (
-    BackgroundEvaluations,
-    Evaluator,
-    make_evaluator,
-)
+from tfagents_vtrace.runtime.acting.evaluation import BackgroundEvaluations, Evaluator
 from tfagents_vtrace.runtime.callbacks import CallbackError, CallbackList
 from tfagents_vtrace.runtime.rundir.checkpointing import Checkpointer, warm_start
 from tfagents_vtrace.runtime.rundir.config_io import dumps, run_config_dict, write_config
@@ -401,7 +398,8 @@ class Driver:
         # Multi-worker saves are collective, so only a single process saves on Ctrl-C.
         guard = checkpoint_on_interrupt(self, lambda: self.counters.env_steps)
         progress = Progress(run.total_steps, counters.env_steps, enabled=bool(self.verbose))
-        evaluator = make_evaluator(run, self.agent.evaluation_policy(), self.env_factory)
+        policy = self.agent.evaluation_policy()
+        evaluator = self_play.make_evaluator(run, policy, self.env_factory)
         background = None
         if run.eval_background:
             background = BackgroundEvaluations(evaluator, counters.wall_time)

@@ -1,0 +1,145 @@
+"""Self-play (:mod:`tfagents_vtrace.runtime.self_play`): the snapshot pool's slots, draws and
+checkpoint, games drawing their opponents from it, and a Connect Four run that trains against
+its own snapshots, is evaluated against fixed opponents and resumes with its pool."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfagents_vtrace.envs import turn_games
+from tfagents_vtrace.runtime.self_play import SnapshotPool
+
+SHAPES = [(2, 3), (3,)]
+
+
+def _weights(k):
+    return [np.full(s, float(k), np.float32) for s in SHAPES]
+
+
+def test_the_pool_keeps_the_first_snapshot_and_replaces_the_oldest_after_it():
+    pool = SnapshotPool(SHAPES, size=3, latest=0.5)
+    slots = [pool.add(step, _weights(step)) for step in (0, 10, 20, 30, 40)]
+    assert slots == [0, 1, 2, 1, 2]  # slot 0 keeps step 0; then 10 goes, then 20
+    held = sorted(pool.snapshot(i)[0] for i in range(3))
+    assert held == [0, 30, 40] and len(pool) == 3
+    step, weights = pool.snapshot(2)
+    assert step == 40 and all(np.all(w == 40.0) and w.shape == s for w, s in zip(weights, SHAPES))
+
+
+def test_draws_take_the_newest_with_probability_latest_else_any_held():
+    pool = SnapshotPool(SHAPES, size=4, latest=0.25)
+    for step in (0, 1, 2, 3):
+        pool.add(step, _weights(step))
+    rng = np.random.default_rng(0)
+    draws = np.array([pool.draw(rng) for _ in range(8000)])
+    # newest (slot 3): 0.25 + 0.75 / 4; each other slot 0.75 / 4
+    freq = np.bincount(draws, minlength=4) / len(draws)
+    np.testing.assert_allclose(freq, [0.1875, 0.1875, 0.1875, 0.4375], atol=0.02)
+
+
+def test_the_pool_is_in_a_checkpoint(tmp_path):
+    pool = SnapshotPool(SHAPES, size=3, latest=0.5)
+    for step in (0, 7, 9, 11):
+        pool.add(step, _weights(step))
+    path = tf.train.Checkpoint(pool=pool).save(str(tmp_path / "ckpt"))
+    again = SnapshotPool(SHAPES, size=3, latest=0.5)
+    tf.train.Checkpoint(pool=again).restore(path).assert_consumed()
+    assert len(again) == 3 and int(again.newest.numpy()) == int(pool.newest.numpy())
+    for slot in range(3):
+        step, weights = again.snapshot(slot)
+        assert step == pool.snapshot(slot)[0] and np.all(weights[0] == step)
+    assert again.add(12, _weights(12)) == pool.add(12, _weights(12))
+
+
+def test_a_game_against_self_draws_a_snapshot_each_episode_and_needs_a_run():
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("pygame")
+    from pettingzoo.classic import connect_four_v3
+
+    drawn = []
+
+    class Source(turn_games.SnapshotSource):
+        def draw(self, rng):
+            drawn.append("self")
+            return turn_games.random_opponent
+
+        def oldest(self):
+            drawn.append("oldest")
+            return turn_games.random_opponent
+
+    game = turn_games.TurnGame(connect_four_v3.env, opponent="self")
+    with pytest.raises(ValueError, match=r"^opponent: 'self' and 'oldest' play snapshots"):
+        game.reset(seed=0)
+    turn_games.set_snapshot_source(Source())
+    try:
+        rng = np.random.default_rng(0)
+        obs, _ = game.reset(seed=0)
+        for _ in range(3):
+            done = False
+            while not done:
+                obs, _, terminated, truncated, _ = game.step(
+                    turn_games.random_opponent(obs, "", rng)
+                )
+                done = terminated or truncated
+            obs, _ = game.reset()
+        assert drawn == ["self"] * 4
+        turn_games.TurnGame(connect_four_v3.env, opponent="oldest").reset(seed=1)
+        assert drawn[-1] == "oldest"
+    finally:
+        turn_games.set_snapshot_source(None)
+
+
+def connect_four(opponent="self"):
+    from pettingzoo.classic import connect_four_v3
+
+    return turn_games.TurnGame(connect_four_v3.env, opponent=opponent)
+
+
+def connect_four_self_only():
+    from pettingzoo.classic import connect_four_v3
+
+    return turn_games.TurnGame(connect_four_v3.env, opponent="self")
+
+
+def test_a_self_play_run_snapshots_evaluates_against_fixed_opponents_and_resumes(tmp_path):
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("pygame")
+    import tfagents_vtrace as tv
+
+    logdir = str(tmp_path / "run")
+    small = dict(num_envs=8, unroll_length=16, hidden_sizes=(16,), eval_episodes=4,
+                 eval_every=1024, self_play_every=512, self_play_pool=3, verbose=0,
+                 export=False)  # fmt: skip
+    first = tv.train("impala", env=connect_four, logdir=logdir, total_steps=1024, **small)
+    # snapshots at steps 0, 512 and 1024 (after the updates that pass them)
+    assert first["self_play_snapshots"] == 3
+    for prefix in ("eval_", "eval_oldest_"):
+        rates = [first[f"{prefix}{k}_rate"] for k in ("win", "draw", "loss")]
+        assert sum(rates) == pytest.approx(1.0)
+    again = tv.train("impala", env=connect_four, logdir=logdir, total_steps=2048, **small)
+    assert again["resumed"] and again["self_play_snapshots"] == 3
+    # the final checkpoint's pool: the run's first snapshot (step 0, restored, not a new
+    # one at the resumed step 1024) and the newest ones after it
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(f"{logdir}/checkpoints"))
+    steps = sorted(reader.get_tensor("self_play/steps/.ATTRIBUTES/VARIABLE_VALUE").tolist())
+    assert steps[0] == 0 and steps[-1] >= 2048 - 512 and len(set(steps)) == 3
+    rows = [json.loads(line) for line in open(tmp_path / "run" / "metrics.jsonl")]
+    assert all(row["self_play_snapshots"] >= 1 for row in rows if "self_play_snapshots" in row)
+
+
+def test_self_play_settings_a_run_refuses(tmp_path):
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("pygame")
+    import tfagents_vtrace as tv
+
+    with pytest.raises(ValueError, match=r"^env: a self-play game's maker must take opponent="):
+        tv.train("impala", env=connect_four_self_only, logdir=str(tmp_path / "a"),
+                 total_steps=64)  # fmt: skip
+    with pytest.raises(ValueError, match=r"^env: acer does not take"):
+        tv.train("acer", env=connect_four, logdir=str(tmp_path / "b"), total_steps=64)
+    with pytest.raises(ValueError, match=r"^self_play_pool: expected an int >= 2"):
+        tv.train("impala", env=connect_four, logdir=str(tmp_path / "c"), self_play_pool=1,
+                 total_steps=64)  # fmt: skip
+    assert not any((tmp_path / name).exists() for name in "abc")

@@ -1,0 +1,218 @@
+"""Self-play: frozen snapshots of the policy being trained play the other seats of a
+turn-by-turn game (:mod:`tfagents_vtrace.envs.turn_games`, ``opponent="self"``).
+
+A run whose environment is such a game keeps a :class:`SnapshotPool`: the learner's weights
+at step 0 and then every ``self_play_every`` agent steps (``RunConfig``). The pool holds
+``self_play_pool`` snapshots: the first one always (the ``oldest`` baseline), and the newest
+``self_play_pool - 1`` after it, the oldest of those replaced first. Each episode of a game
+draws its opponent from the pool: the newest snapshot with probability
+``self_play_latest``, else one of the held snapshots uniformly (the "latest and uniform
+past" mixture of OpenAI Five and Bansal et al. 2018, https://arxiv.org/abs/1710.03748).
+Opponents sample their actions from their snapshot's policy.
+
+The pool is model state: its snapshots are variables of a ``tf.Module`` in every checkpoint,
+so a resumed run plays against the same past. The snapshots reach the games through
+:class:`SnapshotOpponents`, this process's
+:class:`~tfagents_vtrace.envs.turn_games.SnapshotSource` while the run trains: the actors
+play in this process (threads), so Ray actors are refused.
+
+Evaluations play the greedy policy against fixed opponents instead of the pool
+(:class:`MatchEvaluator`): ``random`` (the row's ``eval_return`` and ``eval_win_rate``) and
+the ``oldest`` snapshot (``eval_oldest_return``, ``eval_oldest_win_rate``, ...). They need a
+game maker that takes ``opponent=``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import tensorflow as tf
+
+from tfagents_vtrace.envs import turn_games
+
+
+class SnapshotPool(tf.Module):
+    """``size`` snapshots of a network's weights (``shapes``, the ``get_weights()`` order),
+    flattened into one ``[size, P]`` variable (module docstring)."""
+
+    def __init__(self, shapes: list[tuple[int, ...]], size: int, latest: float):
+        super().__init__(name="self_play_pool")
+        if size < 2:
+            raise ValueError(f"self_play_pool: expected >= 2, received {size}")
+        self.shapes = [tuple(s) for s in shapes]
+        self.size, self.latest = int(size), float(latest)
+        params = int(sum(int(np.prod(s)) for s in self.shapes))
+        self.flat = tf.Variable(tf.zeros([self.size, params]), trainable=False, name="flat")
+        self.steps = tf.Variable(tf.fill([self.size], tf.constant(-1, tf.int64)),
+                                 trainable=False, name="steps")  # fmt: skip
+        self.held = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="held")
+        self.newest = tf.Variable(tf.constant(-1, tf.int64), trainable=False, name="newest")
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return int(self.held.numpy())
+
+    def add(self, step: int, weights: list[np.ndarray]) -> int:
+        """Holds ``weights`` (taken at ``step``); returns the slot they went to: the next
+        free one, else the oldest one after the first (slot 0 keeps the first snapshot)."""
+        flat = np.concatenate([np.asarray(w, np.float32).reshape(-1) for w in weights])
+        with self._lock:
+            held = len(self)
+            if held < self.size:
+                slot = held
+            else:  # the oldest snapshot after the first
+                steps = self.steps.numpy()
+                slot = 1 + int(np.argmin(steps[1:]))
+            self.flat[slot].assign(flat)
+            self.steps[slot].assign(int(step))
+            self.held.assign(min(held + 1, self.size))
+            self.newest.assign(slot)
+        return slot
+
+    def draw(self, rng: np.random.Generator) -> int:
+        """A held slot: the newest with probability ``latest``, else one uniformly."""
+        held, newest = len(self), int(self.newest.numpy())
+        if held == 0:
+            raise ValueError("self_play: the pool holds no snapshot yet")
+        if rng.random() < self.latest:
+            return newest
+        return int(rng.integers(held))
+
+    def snapshot(self, slot: int) -> tuple[int, list[np.ndarray]]:
+        """``(step, weights)`` of ``slot``."""
+        with self._lock:
+            flat, step = self.flat[slot].numpy(), int(self.steps[slot].numpy())
+        weights, start = [], 0
+        for shape in self.shapes:
+            n = int(np.prod(shape))
+            weights.append(flat[start : start + n].reshape(shape))
+            start += n
+        return step, weights
+
+
+class SnapshotOpponents(turn_games.SnapshotSource):
+    """The opponents of a :class:`SnapshotPool`: a sampling policy per snapshot, made with
+    ``make_policy(weights)`` when a game first draws that snapshot."""
+
+    def __init__(self, pool: SnapshotPool, make_policy):
+        self.pool, self.make_policy = pool, make_policy
+        self._policies: dict[tuple[int, int], object] = {}  # (slot, step) -> policy
+        self._lock = threading.Lock()
+
+    def _opponent(self, slot: int) -> turn_games.Opponent:
+        step, weights = self.pool.snapshot(slot)
+        with self._lock:
+            key = (slot, step)
+            policy = self._policies.get(key)
+            if policy is None:
+                for old in [k for k in self._policies if k[0] == slot]:  # replaced
+                    del self._policies[old]
+                policy = self._policies[key] = self.make_policy(weights)
+
+        def act(observation, agent, rng) -> int:
+            batched = tf.nest.map_structure(lambda x: np.asarray(x)[None], observation)
+            first, reward = np.ones(1, bool), np.zeros(1, np.float32)
+            state = policy.initial_state(1)
+            action, _, _ = policy.step(batched, first, np.zeros(1, np.int64), reward, state)
+            return int(np.asarray(action)[0])
+
+        return act
+
+    def draw(self, rng: np.random.Generator) -> turn_games.Opponent:
+        return self._opponent(self.pool.draw(rng))
+
+    def oldest(self) -> turn_games.Opponent:
+        return self._opponent(0)
+
+
+def is_self_play(env_id: str, env_kwargs: dict | None = None) -> bool:
+    """Whether ``env_id`` is a turn-by-turn game played against ``opponent="self"``: one
+    environment is made to see, for an id whose entry point is a class or function (what
+    ``env=maker`` and ``--env=module:maker`` register); an id registered by a path string
+    (gymnasium's, ALE's, the project's) is none."""
+    import gymnasium as gym
+
+    from tfagents_vtrace.envs import make_env
+
+    spec = gym.registry.get(env_id)
+    if spec is None or isinstance(spec.entry_point, str) or spec.entry_point is None:
+        return False
+    env = make_env(env_id, **dict(env_kwargs or {}))
+    try:
+        return bool(getattr(env.unwrapped, "self_play", False))
+    finally:
+        env.close()
+
+
+def check_self_play_run(agent: str, run) -> None:
+    """Raises ``ValueError`` naming the setting unless a self-play run can train: IMPALA or
+    A2C, thread actors (not Ray), and a maker that takes ``opponent=`` (its evaluations play
+    fixed opponents). Nothing for a game without self-play."""
+    if not is_self_play(run.env_id, run.env_kwargs):
+        return
+    if agent not in ("impala", "a2c"):
+        raise ValueError(f"env: self-play trains with impala or a2c, not {agent}")
+    if run.backend == "ray":
+        raise ValueError(
+            "backend: self-play's opponents play in the training process; use the thread "
+            "actors (backend 'thread')"
+        )
+    from tfagents_vtrace.envs import make_env
+
+    try:
+        make_env(run.env_id, **{**run.env_kwargs, "opponent": "random"}).close()
+    except TypeError as e:
+        raise ValueError(
+            "env: a self-play game's maker must take opponent= (its evaluations play it "
+            f"against 'random' and the 'oldest' snapshot): {e}"
+        ) from None
+
+
+def make_evaluator(run, policy, env_factory=None):
+    """The run's evaluator: a :class:`MatchEvaluator` against ``random`` and ``oldest`` for a
+    self-play game, else :func:`~tfagents_vtrace.runtime.acting.evaluation.make_evaluator`."""
+    import dataclasses
+
+    from tfagents_vtrace.runtime.acting import evaluation
+
+    if env_factory is not None or not is_self_play(run.env_id, run.env_kwargs):
+        return evaluation.make_evaluator(run, policy, env_factory)
+    evaluators = {}
+    for name in ("random", turn_games.OLDEST):
+        kwargs = {**run.env_kwargs, "opponent": name}
+        evaluators[name] = evaluation.make_evaluator(
+            dataclasses.replace(run, env_kwargs=kwargs), policy
+        )
+    return MatchEvaluator(evaluators)
+
+
+class MatchEvaluator:
+    """The evaluations of a self-play run (module docstring): one
+    :class:`~tfagents_vtrace.runtime.acting.evaluation.Evaluator` per fixed opponent, the
+    first one's fields as they are and the others' prefixed with the opponent's name."""
+
+    def __init__(self, evaluators: dict):
+        self.evaluators = evaluators
+
+    def set_weights(self, weights) -> None:
+        for evaluator in self.evaluators.values():
+            evaluator.set_weights(weights)
+
+    def run(self, retries: int = 3, key: int | None = None) -> dict:
+        row: dict = {}
+        for i, (name, evaluator) in enumerate(self.evaluators.items()):
+            fields = evaluator.run(retries, key)
+            if i == 0:
+                row.update(fields)
+            else:
+                row.update({f"eval_{name}_{k[len('eval_') :]}": v for k, v in fields.items()})
+        return row
+
+    def cancel(self) -> None:
+        for evaluator in self.evaluators.values():
+            evaluator.cancel()
+
+    def close(self) -> None:
+        for evaluator in self.evaluators.values():
+            evaluator.close()
