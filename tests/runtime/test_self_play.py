@@ -129,6 +129,22 @@ def test_a_self_play_run_snapshots_evaluates_against_fixed_opponents_and_resumes
     assert all(row["self_play_snapshots"] >= 1 for row in rows if "self_play_snapshots" in row)
 
 
+def test_a_self_play_run_stopped_between_evaluations_is_evaluated_against_both(tmp_path):
+    """A callback's stop at a row that was no evaluation: the driver closes acting, then
+    evaluates; the oldest snapshot still plays, and the snapshots end with the run."""
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("pygame")
+    import tfagents_vtrace as tv
+
+    final = tv.train("impala", env=connect_four, logdir=str(tmp_path / "run"), num_envs=8,
+                     unroll_length=16, hidden_sizes=(16,), eval_episodes=2, eval_every=10**6,
+                     total_steps=10**6, verbose=0, export=False,
+                     callbacks=[lambda row: row["step"] >= 512])  # fmt: skip
+    assert final["stopped_by"] == "callback" and "eval_oldest_win_rate" in final
+    with pytest.raises(ValueError, match=r"^opponent: 'self' and 'oldest'"):
+        turn_games.snapshot_source()
+
+
 def test_self_play_settings_a_run_refuses(tmp_path):
     pytest.importorskip("pettingzoo")
     pytest.importorskip("pygame")

@@ -156,7 +156,3 @@ class ActorLearner(NetworkAgent):
             fields["self_play_snapshots"] = len(self.pool)
         return fields
 
-    def close(self) -> None:
-        if self.pool is not None:
-            set_snapshot_source(None)
-        super().close()

@@ -214,5 +214,8 @@ class MatchEvaluator:
             evaluator.cancel()
 
     def close(self) -> None:
+        """Closes the evaluators and ends the run's snapshots as this process's opponents
+        (the driver closes its evaluator last, after the final evaluation)."""
         for evaluator in self.evaluators.values():
             evaluator.close()
+        turn_games.set_snapshot_source(None)
