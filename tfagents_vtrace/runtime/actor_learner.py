@@ -155,4 +155,3 @@ class ActorLearner(NetworkAgent):
         if self.pool is not None:
             fields["self_play_snapshots"] = len(self.pool)
         return fields
-
