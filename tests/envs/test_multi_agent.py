@@ -167,3 +167,17 @@ def test_an_evaluation_counts_each_agents_episode_and_no_absent_step():
     returns, lengths = play(env, obs, act, np.full(4, 2), reset_info=info)
     assert sorted(lengths) == [3, 3, 3, 3, 6, 6, 6, 6]
     np.testing.assert_array_equal(returns, np.asarray(lengths, float))
+
+
+def test_a_turn_by_turn_aec_game_is_refused_in_one_line_and_a_parallel_one_converted():
+    pytest.importorskip("pygame")  # Connect Four's module imports it
+    from pettingzoo.classic import connect_four_v3
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    with pytest.raises(ValueError, match=r"^env: connect_four_v3 is an AEC game whose agents"):
+        ParallelVectorEnv(connect_four_v3.env, 2)
+    # an AEC game whose agents can act at once comes back as a parallel one
+    env = ParallelVectorEnv(lambda: parallel_to_aec(games.make_relay()), 4)
+    obs, _ = env.reset(seed=0)
+    _, reward, *_ = env.step(obs[:, 0].astype(np.int64))
+    np.testing.assert_array_equal(reward, np.ones(4, np.float32))
