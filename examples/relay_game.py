@@ -68,9 +68,43 @@ class Relay(ParallelEnv):
         return obs, rewards, terminations, truncations, infos
 
 
+class UnevenRelay(Relay):
+    """``Relay`` whose ``b`` has other spaces: it sees ``[x1, x2, t / length]`` with two bits
+    drawn for it and earns 1 for the action ``x1 + x2`` of ``Discrete(3)``. The game's agents
+    differ, so a run trains one policy for each (two groups by default)."""
+
+    metadata = {"name": "uneven_relay_v0", "is_parallelizable": True}
+
+    def observation_space(self, agent):
+        return spaces.Box(0.0, 1.0, (2 if agent == "a" else 3,), np.float32)
+
+    def action_space(self, agent):
+        return spaces.Discrete(2 if agent == "a" else 3)
+
+    def _obs(self) -> dict:
+        self.bits = {a: self._rng.integers(2, size=1 if a == "a" else 2) for a in self.agents}
+        return {a: np.array([*self.bits[a], self.t / self.length], np.float32)
+                for a in self.agents}  # fmt: skip
+
+    def _target(self, agent: str) -> int:
+        return int(self.bits[agent].sum())
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        for a in obs:  # a departed agent's last observation has its own shape
+            if obs[a].shape != self.observation_space(a).shape:
+                obs[a] = np.zeros(self.observation_space(a).shape, np.float32)
+        return obs, rewards, terminations, truncations, infos
+
+
 def make_relay(**kwargs) -> Relay:
     """A new game (``--env=relay_game:make_relay``)."""
     return Relay(**kwargs)
+
+
+def make_uneven(**kwargs) -> UnevenRelay:
+    """A new game whose two agents have different spaces."""
+    return UnevenRelay(**kwargs)
 
 
 def make_mirror(**kwargs) -> Relay:

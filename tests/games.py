@@ -18,5 +18,12 @@ def make_relay(**kwargs):
     return Relay(**kwargs)
 
 
+UnevenRelay = _module.UnevenRelay
+
+
+def make_uneven(**kwargs):
+    return UnevenRelay(**kwargs)
+
+
 def make_mirror(**kwargs):
     return Relay(mirror=True, **kwargs)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,8 @@ import numpy as np
 from gymnasium import spaces as gspaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
+
+from tfagents_vtrace.envs.failures import ActingError
 
 INACTIVE = "tfv_inactive"
 """The ``infos`` key of the columns whose next step reaches no game (bool ``[B]``)."""
@@ -110,6 +113,47 @@ def as_parallel(game: Any, name: str = "env") -> Any:
         ) from None
 
 
+def agent_groups(game: Any, groups: dict[str, str] | None = None) -> dict[str, list[str]]:
+    """``{group: [agents]}`` of ``game``: ``groups`` (``{agent: group}``, every agent named),
+    or by default one group per distinct pair of observation and action spaces, named after
+    its first agent (PettingZoo's ``possible_agents`` order).
+
+    Raises:
+      ValueError: ``"policy_for_agent: ..."`` for a mapping that misses an agent or puts two
+        agents of different spaces in one group; ``"env: ..."`` for a game without agents.
+    """
+    agents = list(game.possible_agents)
+    if not agents:
+        raise ValueError("env: the game has no possible_agents")
+    spaces = {a: (game.observation_space(a), game.action_space(a)) for a in agents}
+    out: dict[str, list[str]] = {}
+    if groups is None:
+        firsts: list[str] = []
+        for a in agents:
+            first = next((f for f in firsts if spaces[f] == spaces[a]), None)
+            if first is None:
+                firsts.append(a)
+                out[a] = [a]
+            else:
+                out[first].append(a)
+        return out
+    missing = [a for a in agents if a not in groups]
+    if missing:
+        raise ValueError(f"policy_for_agent: no group for agents {missing}")
+    for a in agents:
+        out.setdefault(str(groups[a]), []).append(a)
+    for name, members in out.items():
+        for a in members[1:]:
+            if spaces[a] != spaces[members[0]]:
+                (o1, a1), (o2, a2) = spaces[members[0]], spaces[a]
+                raise ValueError(
+                    f"policy_for_agent: agents {members[0]!r} and {a!r} of group {name!r} "
+                    f"have different spaces (observations {o1} and {o2}, actions {a1} and "
+                    f"{a2}); one policy acts for a group"
+                )
+    return out
+
+
 def _agent_spaces(game: Any) -> tuple[list[str], gym.Space, gym.Space]:
     """``(agents, observation space, action space)`` of a game whose agents share spaces."""
     agents = list(game.possible_agents)
@@ -140,10 +184,130 @@ def _with_agent_id(space: gym.Space, n: int) -> gym.Space:
     raise ValueError(f"agent_ids: takes a flat Box or a Dict observation, received {space}")
 
 
+class _Group:
+    """One group's agents, spaces and columns (``game * n + i``) in a :class:`GameHub`."""
+
+    def __init__(self, agents: list[str], game: Any, num_games: int, agent_ids: bool):
+        self.agents = agents
+        self.raw_space = game.observation_space(agents[0])
+        n = len(agents)
+        self.observation_space = _with_agent_id(self.raw_space, n) if agent_ids else self.raw_space
+        self.action_space = game.action_space(agents[0])
+        self.num_envs = num_games * n
+        self.agent_ids = agent_ids
+        self.ids = np.eye(n, dtype=np.float32)
+
+    def observe(self, per_game: list[dict]) -> Any:
+        """The ``[B_g, ...]`` observation of the group's columns: each game's observation of
+        each agent, zeros for an agent it does not hold."""
+        flat = [self._agent_obs(obs.get(a), i)
+                for obs in per_game for i, a in enumerate(self.agents)]  # fmt: skip
+        if isinstance(self.observation_space, gspaces.Dict):
+            return {k: np.stack([x[k] for x in flat]) for k in self.observation_space}
+        return np.stack(flat)
+
+    def _agent_obs(self, obs: Any, index: int) -> Any:
+        if obs is None:
+            obs = _zeros(self.raw_space)
+        if not self.agent_ids:
+            return _as_dtype(obs, self.raw_space)
+        if isinstance(self.raw_space, gspaces.Dict):
+            return {**_as_dtype(obs, self.raw_space), AGENT_ID_KEY: self.ids[index]}
+        return np.concatenate([np.asarray(obs, np.float32).reshape(-1), self.ids[index]])
+
+
+class GameHub:
+    """``num_games`` games of ``make_game`` stepped together, their agents in ``groups``
+    (:func:`agent_groups`: ``{agent: group}``, or None for the default), each group with its
+    own columns and spaces. :meth:`step` takes every group's actions and returns every
+    group's outcome, as a NEXT_STEP vector env would for the group's columns alone."""
+
+    def __init__(self, make_game: Callable[..., Any], num_games: int, *,
+                 groups: dict[str, str] | None = None, agent_ids: bool = False,
+                 **env_kwargs: Any):  # fmt: skip
+        first = as_parallel(make_game(**env_kwargs))
+        self.games = [first] + [
+            as_parallel(make_game(**env_kwargs)) for _ in range(int(num_games) - 1)
+        ]
+        self.num_games = len(self.games)
+        self.groups = {
+            name: _Group(agents, first, self.num_games, bool(agent_ids))
+            for name, agents in agent_groups(first, groups).items()
+        }
+        self.metadata = {**getattr(first, "metadata", {})}
+        self._where = {a: (name, i) for name, g in self.groups.items()
+                       for i, a in enumerate(g.agents)}  # fmt: skip
+        self._needs_reset = np.zeros(self.num_games, bool)
+
+    def _absent(self, group: _Group) -> np.ndarray:
+        return np.array([a not in game.agents for game in self.games for a in group.agents])
+
+    def _outcome(self, per_game: list[dict]) -> dict:
+        return {name: (g.observe(per_game), {INACTIVE: self._absent(g)})
+                for name, g in self.groups.items()}  # fmt: skip
+
+    def reset(self, seed: int | list | None = None, options: dict | None = None) -> dict:
+        """``{group: (observation, info)}`` of new games (game ``k`` seeded ``seed + k``)."""
+        if isinstance(seed, numbers.Integral):
+            seeds = [int(seed) + k for k in range(self.num_games)]
+        elif seed is None:
+            seeds = [None] * self.num_games
+        else:
+            seeds = list(seed)[: self.num_games]
+        per_game = []
+        for k, (game, s) in enumerate(zip(self.games, seeds)):
+            obs, _ = game.reset(seed=s, options=options)
+            per_game.append(obs)
+            self._needs_reset[k] = False
+        return self._outcome(per_game)
+
+    def step(self, actions: dict) -> dict:
+        """``{group: (observation, reward, terminated, truncated, info)}`` after one step of
+        every game with ``actions`` (``{group: [B_g, ...]}``); ``info`` holds the columns
+        whose next step reaches no game (module docstring)."""
+        rewards = {name: np.zeros(g.num_envs, np.float32) for name, g in self.groups.items()}
+        term = {name: np.zeros(g.num_envs, bool) for name, g in self.groups.items()}
+        trunc = {name: np.zeros(g.num_envs, bool) for name, g in self.groups.items()}
+        per_game = []
+        for k, game in enumerate(self.games):
+            if self._needs_reset[k]:  # NEXT_STEP: this step resets the game
+                obs, _ = game.reset()
+                self._needs_reset[k] = False
+                per_game.append(obs)
+                continue
+            live = list(game.agents)
+            acts = {}
+            for a in live:
+                name, i = self._where[a]
+                acts[a] = _column(actions[name], k * len(self.groups[name].agents) + i)
+            obs, rew, terminated, truncated, _ = game.step(acts)
+            for a in live:  # an agent absent before the step has no outcome in it
+                name, i = self._where[a]
+                col = k * len(self.groups[name].agents) + i
+                rewards[name][col] = float(rew.get(a, 0.0))
+                term[name][col] = bool(terminated.get(a, False))
+                trunc[name][col] = bool(truncated.get(a, False)) and not term[name][col]
+            if not game.agents:  # the game is over: the next step resets it
+                self._needs_reset[k] = True
+            per_game.append(obs)
+        # Absent now: an agent that left (this step or before) or has not arrived, and every
+        # agent of a game that is over (its next step resets the game).
+        return {name: (obs, rewards[name], term[name], trunc[name], info)
+                for name, (obs, info) in self._outcome(per_game).items()}  # fmt: skip
+
+    def close(self) -> None:
+        for game in self.games:
+            try:
+                game.close()
+            except Exception:  # noqa: BLE001 - closing a broken game must not hide the cause
+                pass
+
+
 class ParallelVectorEnv(VectorEnv):
     """``ceil(num_envs / N)`` games of ``make_game`` (a function returning a PettingZoo
     ``ParallelEnv``, or an AEC env ``aec_to_parallel`` converts) as one NEXT_STEP vector env
-    whose columns are the games' agent slots (module docstring).
+    whose columns are the games' agent slots (module docstring); its ``N`` agents share their
+    spaces (one policy acts for all of them).
 
     Args:
       make_game: ``(**env_kwargs) -> ParallelEnv``.
@@ -157,100 +321,154 @@ class ParallelVectorEnv(VectorEnv):
     def __init__(self, make_game: Callable[..., Any], num_envs: int = 1, *,
                  agent_ids: bool = False, **env_kwargs: Any):  # fmt: skip
         first = as_parallel(make_game(**env_kwargs))
-        self.agents, obs_space, act_space = _agent_spaces(first)
-        n = len(self.agents)
-        self.num_games = max(1, math.ceil(int(num_envs) / n))
-        self.games = [first] + [
-            as_parallel(make_game(**env_kwargs)) for _ in range(self.num_games - 1)
-        ]
-        self.agent_ids = bool(agent_ids)
-        self._raw_space = obs_space
-        if self.agent_ids:
-            obs_space = _with_agent_id(obs_space, n)
-        self.num_envs = self.num_games * n
-        self.single_observation_space = obs_space
-        self.single_action_space = act_space
-        self.observation_space = batch_space(obs_space, self.num_envs)
-        self.action_space = batch_space(act_space, self.num_envs)
-        self.metadata = {**getattr(first, "metadata", {}), **type(self).metadata}
+        agents, _, _ = _agent_spaces(first)
+        first.close()
+        num_games = max(1, math.ceil(int(num_envs) / len(agents)))
+        self.hub = GameHub(make_game, num_games, groups=dict.fromkeys(agents, agents[0]),
+                           agent_ids=agent_ids, **env_kwargs)  # fmt: skip
+        self.agents, self.games, self.num_games = agents, self.hub.games, num_games
+        ((self._name, group),) = self.hub.groups.items()
+        self.num_envs = group.num_envs
+        self.single_observation_space = group.observation_space
+        self.single_action_space = group.action_space
+        self.observation_space = batch_space(group.observation_space, self.num_envs)
+        self.action_space = batch_space(group.action_space, self.num_envs)
+        self.metadata = {**self.hub.metadata, **type(self).metadata}
         self.render_mode = None
-        self._needs_reset = np.zeros(self.num_games, bool)
-        self._ids = np.eye(n, dtype=np.float32)
 
-    # -- observations ---------------------------------------------------------------------
-    def _observe(self, per_game: list[dict]) -> Any:
-        """The ``[B, ...]`` observation of every column: each game's observations dict, zeros
-        for the agents it does not hold."""
-        leaves = [[self._agent_obs(game_obs, a, i) for i, a in enumerate(self.agents)]
-                  for game_obs in per_game]  # fmt: skip
-        flat = [x for game in leaves for x in game]
-        if isinstance(self.single_observation_space, gspaces.Dict):
-            return {k: np.stack([x[k] for x in flat]) for k in self.single_observation_space}
-        return np.stack(flat)
-
-    def _agent_obs(self, game_obs: dict, agent: str, index: int) -> Any:
-        obs = game_obs.get(agent)
-        if obs is None:
-            obs = _zeros(self._raw_space)
-        if not self.agent_ids:
-            return _as_dtype(obs, self._raw_space)
-        one_hot = self._ids[index]
-        if isinstance(self._raw_space, gspaces.Dict):
-            return {**_as_dtype(obs, self._raw_space), AGENT_ID_KEY: one_hot}
-        return np.concatenate([np.asarray(obs, np.float32).reshape(-1), one_hot])
-
-    # -- the gymnasium VectorEnv API ------------------------------------------------------
     def reset(self, *, seed: int | list | None = None, options: dict | None = None):
-        if isinstance(seed, numbers.Integral):
-            seeds = [int(seed) + g for g in range(self.num_games)]
-        elif seed is None:
-            seeds = [None] * self.num_games
-        else:
-            seeds = list(seed)[: self.num_games]
-        per_game = []
-        for g, (game, s) in enumerate(zip(self.games, seeds)):
-            obs, _ = game.reset(seed=s, options=options)
-            per_game.append(obs)
-            self._needs_reset[g] = False
-        return self._observe(per_game), {INACTIVE: self._absent()}
-
-    def _absent(self) -> np.ndarray:
-        """The columns whose agent is not in its game now."""
-        return np.array([a not in game.agents for game in self.games for a in self.agents])
+        return self.hub.reset(seed, options)[self._name]
 
     def step(self, actions: Any):
-        n, b = len(self.agents), self.num_envs
-        rewards = np.zeros(b, np.float32)
-        terminated, truncated = np.zeros(b, bool), np.zeros(b, bool)
-        per_game = []
-        for g, game in enumerate(self.games):
-            if self._needs_reset[g]:  # NEXT_STEP: this step resets the game
-                obs, _ = game.reset()
-                self._needs_reset[g] = False
-                per_game.append(obs)
-                continue
-            live = list(game.agents)
-            acts = {a: _column(actions, g * n + self.agents.index(a)) for a in live}
-            obs, rew, term, trunc, _ = game.step(acts)
-            for a in live:  # an agent absent before the step has no outcome in it
-                col = g * n + self.agents.index(a)
-                rewards[col] = float(rew.get(a, 0.0))
-                terminated[col] = bool(term.get(a, False))
-                truncated[col] = bool(trunc.get(a, False)) and not terminated[col]
-            if not game.agents:  # the game is over: the next step resets it
-                self._needs_reset[g] = True
-            per_game.append(obs)
-        # Absent now: an agent that left (this step or before) or has not arrived, and every
-        # agent of a game that is over (its next step resets the game).
-        inactive = self._absent()
-        return self._observe(per_game), rewards, terminated, truncated, {INACTIVE: inactive}
+        return self.hub.step({self._name: actions})[self._name]
 
     def close(self, **kwargs: Any) -> None:
-        for game in self.games:
-            try:
-                game.close()
-            except Exception:  # noqa: BLE001 - closing a broken game must not hide the cause
-                pass
+        self.hub.close()
+
+
+class _Exchange:
+    """Where the groups' threads meet for each call of a :class:`GameHub` (one barrier of
+    as many parties as groups; the last to arrive makes the call for all)."""
+
+    def __init__(self, hub: GameHub, timeout_s: float | None):
+        self.hub, self.timeout_s = hub, timeout_s
+        self.calls: dict[str, tuple] = {}
+        self.results: dict = {}
+        self.error: BaseException | None = None
+        self.barrier = threading.Barrier(len(hub.groups), action=self._call)
+
+    def _call(self) -> None:
+        kinds = {call[0] for call in self.calls.values()}
+        try:
+            if len(kinds) != 1:
+                raise RuntimeError(f"the groups' calls differ: {self.calls}")
+            if kinds == {"reset"}:
+                seed, options = next(iter(self.calls.values()))[1:]
+                self.results = self.hub.reset(seed, options)
+            else:
+                self.results = self.hub.step({g: call[1] for g, call in self.calls.items()})
+        except BaseException as e:
+            self.error = e
+            raise
+
+    def call(self, group: str, *call) -> tuple:
+        """Group ``group``'s share of a call every group makes (``("reset", seed, options)``
+        or ``("step", actions)``).
+
+        Raises:
+          GameHubBroken: the call failed, or another group's did (or it timed out).
+        """
+        self.calls[group] = call
+        try:
+            self.barrier.wait(self.timeout_s)
+        except threading.BrokenBarrierError:
+            cause = self.error
+            what = f"{type(cause).__name__}: {cause}" if cause else "another group stopped"
+            raise GameHubBroken(f"the game of many agents failed ({what})") from cause
+        except BaseException as e:  # this thread ran the call, which raised
+            raise GameHubBroken(f"the game of many agents failed ({type(e).__name__}: {e})") from e
+        return self.results[group]
+
+    def abort(self) -> None:
+        self.barrier.abort()
+
+
+class GameHubBroken(ActingError):
+    """The games of a :class:`GameHub` failed while its groups stepped them from their own
+    threads; acting cannot go on (the groups' vectors cannot be made again one by one)."""
+
+
+class GroupVectorEnv(VectorEnv):
+    """Group ``name``'s columns of a :class:`GameHub` whose groups act from one thread each
+    (:func:`group_vectors`): a NEXT_STEP vector env whose ``reset`` and ``step`` return when
+    every group has made the same call."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, exchange: _Exchange, name: str):
+        self.exchange, self.name = exchange, name
+        group = exchange.hub.groups[name]
+        self.num_envs = group.num_envs
+        self.single_observation_space = group.observation_space
+        self.single_action_space = group.action_space
+        self.observation_space = batch_space(group.observation_space, self.num_envs)
+        self.action_space = batch_space(group.action_space, self.num_envs)
+        self.metadata = {**exchange.hub.metadata, **type(self).metadata}
+        self.render_mode = None
+
+    def reset(self, *, seed: int | list | None = None, options: dict | None = None):
+        return self.exchange.call(self.name, "reset", seed, options)
+
+    def step(self, actions: Any):
+        return self.exchange.call(self.name, "step", actions)
+
+    def close(self, **kwargs: Any) -> None:
+        """Breaks the exchange (the other groups' calls raise) and closes the games."""
+        self.exchange.abort()
+        self.exchange.hub.close()
+
+
+def group_vectors(hub: GameHub, timeout_s: float | None = None) -> dict[str, GroupVectorEnv]:
+    """``{group: GroupVectorEnv}`` of ``hub``, for one thread per group; a call waits at most
+    ``timeout_s`` for the other groups' (None: no limit)."""
+    exchange = _Exchange(hub, timeout_s)
+    return {name: GroupVectorEnv(exchange, name) for name in hub.groups}
+
+
+class JointVectorEnv(VectorEnv):
+    """Every group's columns of a :class:`GameHub` as one NEXT_STEP vector env stepped by one
+    thread (an evaluation): observations and actions are ``{group: [B_g, ...]}``; rewards,
+    ``terminated``, ``truncated`` and ``infos["tfv_inactive"]`` are the groups' columns one
+    after the other, in the hub's group order."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, hub: GameHub):
+        self.hub = hub
+        self.num_envs = sum(g.num_envs for g in hub.groups.values())
+        self.single_observation_space = gspaces.Dict(
+            {name: g.observation_space for name, g in hub.groups.items()}
+        )
+        self.single_action_space = gspaces.Dict(
+            {name: g.action_space for name, g in hub.groups.items()}
+        )
+        self.metadata = {**hub.metadata, **type(self).metadata}
+        self.render_mode = None
+
+    def reset(self, *, seed: int | list | None = None, options: dict | None = None):
+        out = self.hub.reset(seed, options)
+        obs = {name: o for name, (o, _) in out.items()}
+        return obs, {INACTIVE: np.concatenate([info[INACTIVE] for _, info in out.values()])}
+
+    def step(self, actions: dict):
+        out = self.hub.step(actions)
+        obs = {name: o[0] for name, o in out.items()}
+        joined = [np.concatenate([o[k] for o in out.values()]) for k in (1, 2, 3)]
+        inactive = np.concatenate([o[4][INACTIVE] for o in out.values()])
+        return obs, *joined, {INACTIVE: inactive}
+
+    def close(self, **kwargs: Any) -> None:
+        self.hub.close()
 
 
 def _column(actions: Any, col: int) -> Any:
