@@ -224,11 +224,17 @@ def check_spaces(agent: str, run_config) -> None:
     environment is made to read them, before any network is built."""
     from tfagents_vtrace.agents import spaces
     from tfagents_vtrace.envs import env_spaces
-    from tfagents_vtrace.envs.multi_agent import check_game_run
+    from tfagents_vtrace.envs.multi_agent import check_game_run, game_groups
+    from tfagents_vtrace.runtime.groups import check_group_run
 
     spaces.check_game(agent, run_config.env_id)
-    env = env_spaces(run_config.env_id, run_config.env_kwargs)
-    spaces.check_spaces(agent, env.observation, env.action)
+    groups = game_groups(run_config.env_id, run_config.env_kwargs) or {None: ()}
+    for group in groups:  # each group's spaces (a game of several groups: one policy each)
+        kwargs = run_config.env_kwargs if group is None else {**run_config.env_kwargs,
+                                                              "group": group}  # fmt: skip
+        env = env_spaces(run_config.env_id, kwargs)
+        spaces.check_spaces(agent, env.observation, env.action)
+    check_group_run(agent, run_config)
     check_game_run(run_config.env_id, run_config.num_envs, run_config.env_mode,
                    run_config.env_kwargs)  # fmt: skip
     from tfagents_vtrace.runtime.self_play import check_self_play_run

@@ -31,6 +31,10 @@ class EnvFamilyConfig:
     previous action on each frame; None keeps the id's (0.25 for v5, as Machado et al. 2018
     recommend; 0 is the deterministic protocol of ``PongNoFrameskip-v4``-style results)."""
 
+    policy_for_agent: str | None = None
+    """Games of many agents only: ``"package.module:function"``, the function from an agent's
+    id to the name of its group (each group trains its own policy; from Python, the function
+    itself). None: agents of the same spaces form one group, named after its first agent."""
     agent_ids: bool = False
     """Games of many agents (PettingZoo, :mod:`tfagents_vtrace.envs.multi_agent`) only: each
     agent's observation carries its one-hot index, so that agents sharing one policy can act
@@ -65,6 +69,7 @@ class EnvFamilyConfig:
             "repeat_action_probability": atari,
             "agent_ids": games,
         }
+        takes["policy_for_agent"] = games
         kwargs = {}
         for name, (applies, which) in takes.items():
             value = getattr(self, name)
@@ -73,6 +78,8 @@ class EnvFamilyConfig:
             if not applies:
                 raise ValueError(f"{name}: only {which} take it; env_id is {env_id!r}")
             kwargs[name] = value
+        if "policy_for_agent" in kwargs:  # the groups, as data (config.json imports nothing)
+            kwargs["agent_groups"] = groups_of(env_id, kwargs.pop("policy_for_agent"))
         return kwargs
 
     @classmethod
@@ -89,3 +96,35 @@ class EnvFamilyConfig:
             if name not in names:
                 raise ValueError(f"{name}: not an environment setting ({sorted(names)})")
         return cls(**env_kwargs).env_kwargs(env_id)
+
+
+def groups_of(env_id: str, policy_for_agent) -> dict[str, str]:
+    """``{agent: group}`` of game ``env_id`` by ``policy_for_agent`` (a function, or the
+    ``"package.module:function"`` the user named).
+
+    Raises:
+      ValueError: ``"policy_for_agent: ..."`` for a path that does not import, or a function
+        that raises or returns no name.
+    """
+    from tfagents_vtrace.envs.multi_agent import game_agents
+    from tfagents_vtrace.utils.user_code import object_from_path
+
+    fn = policy_for_agent
+    if isinstance(fn, str):
+        fn = object_from_path(fn, "policy_for_agent")
+    if not callable(fn):
+        raise ValueError(f"policy_for_agent: expected a function, received {fn!r}")
+    groups = {}
+    for agent in game_agents(env_id):
+        try:
+            group = fn(agent)
+        except Exception as e:  # noqa: BLE001 - the user's function: one line naming it
+            raise ValueError(
+                f"policy_for_agent: raised {type(e).__name__}: {e} for {agent!r}"
+            ) from None
+        if not isinstance(group, str) or not group:
+            raise ValueError(
+                f"policy_for_agent: expected a group name (str) for {agent!r}, received {group!r}"
+            )
+        groups[agent] = group
+    return groups

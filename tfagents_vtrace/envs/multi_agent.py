@@ -154,6 +154,9 @@ def agent_groups(game: Any, groups: dict[str, str] | None = None) -> dict[str, l
     return out
 
 
+_groups_of = agent_groups  # for the functions whose keyword (a setting) has its name
+
+
 def _agent_spaces(game: Any) -> tuple[list[str], gym.Space, gym.Space]:
     """``(agents, observation space, action space)`` of a game whose agents share spaces."""
     agents = list(game.possible_agents)
@@ -350,10 +353,11 @@ class _Exchange:
     """Where the groups' threads meet for each call of a :class:`GameHub` (one barrier of
     as many parties as groups; the last to arrive makes the call for all)."""
 
-    def __init__(self, hub: GameHub, timeout_s: float | None):
+    def __init__(self, hub: GameHub, timeout_s: float | None, seed: int | None = None):
         self.hub, self.timeout_s = hub, timeout_s
         self.calls: dict[str, tuple] = {}
         self.results: dict = {}
+        self.first = hub.reset(seed)  # each group's first reset: no wait for the others
         self.error: BaseException | None = None
         self.barrier = threading.Barrier(len(hub.groups), action=self._call)
 
@@ -407,6 +411,7 @@ class GroupVectorEnv(VectorEnv):
 
     def __init__(self, exchange: _Exchange, name: str):
         self.exchange, self.name = exchange, name
+        self._fresh = True
         group = exchange.hub.groups[name]
         self.num_envs = group.num_envs
         self.single_observation_space = group.observation_space
@@ -417,9 +422,16 @@ class GroupVectorEnv(VectorEnv):
         self.render_mode = None
 
     def reset(self, *, seed: int | list | None = None, options: dict | None = None):
+        """The games as :func:`group_vectors` reset them, the first time (so that each
+        group's actor can start alone); later, a reset of every game with the others'."""
+        if self._fresh and seed is None and options is None:
+            self._fresh = False
+            return self.exchange.first[self.name]
+        self._fresh = False
         return self.exchange.call(self.name, "reset", seed, options)
 
     def step(self, actions: Any):
+        self._fresh = False
         return self.exchange.call(self.name, "step", actions)
 
     def close(self, **kwargs: Any) -> None:
@@ -428,10 +440,12 @@ class GroupVectorEnv(VectorEnv):
         self.exchange.hub.close()
 
 
-def group_vectors(hub: GameHub, timeout_s: float | None = None) -> dict[str, GroupVectorEnv]:
-    """``{group: GroupVectorEnv}`` of ``hub``, for one thread per group; a call waits at most
-    ``timeout_s`` for the other groups' (None: no limit)."""
-    exchange = _Exchange(hub, timeout_s)
+def group_vectors(hub: GameHub, timeout_s: float | None = None,
+                  seed: int | None = None) -> dict[str, GroupVectorEnv]:  # fmt: skip
+    """``{group: GroupVectorEnv}`` of ``hub``, its games reset now with ``seed``, for one
+    thread per group; a call waits at most ``timeout_s`` for the other groups' (None: no
+    limit)."""
+    exchange = _Exchange(hub, timeout_s, seed)
     return {name: GroupVectorEnv(exchange, name) for name in hub.groups}
 
 
@@ -451,6 +465,12 @@ class JointVectorEnv(VectorEnv):
         )
         self.single_action_space = gspaces.Dict(
             {name: g.action_space for name, g in hub.groups.items()}
+        )
+        self.observation_space = gspaces.Dict(
+            {name: batch_space(g.observation_space, g.num_envs) for name, g in hub.groups.items()}
+        )
+        self.action_space = gspaces.Dict(
+            {name: batch_space(g.action_space, g.num_envs) for name, g in hub.groups.items()}
         )
         self.metadata = {**hub.metadata, **type(self).metadata}
         self.render_mode = None
@@ -495,19 +515,29 @@ def _as_dtype(obs: Any, space: gym.Space) -> Any:
 
 
 class GameSpaces(gym.Env):
-    """One agent's spaces of a registered game (what reads an environment's spaces makes);
-    a game is played only as a :class:`ParallelVectorEnv`, so this refuses to be stepped."""
+    """A registered game's spaces (what reads an environment's spaces makes): its group
+    ``group``'s, or with none its first group's (:func:`agent_groups` of ``agent_groups``:
+    ``{agent: group}``, or by spaces); ``groups`` holds ``{group: [agents]}``. A game is
+    played only as a vector of games, so this refuses to be stepped."""
 
-    def __init__(self, make_game: Callable[..., Any], agent_ids: bool = False, **env_kwargs):
+    def __init__(self, make_game: Callable[..., Any], agent_ids: bool = False,
+                 agent_groups: dict | None = None, group: str | None = None,
+                 **env_kwargs):  # fmt: skip
         game = as_parallel(make_game(**env_kwargs))
         try:
-            agents, obs_space, act_space = _agent_spaces(game)
+            self.groups = _groups_of(game, agent_groups)
             self.metadata = {**getattr(game, "metadata", {})}
+            name = next(iter(self.groups)) if group is None else group
+            if name not in self.groups:
+                raise ValueError(f"group: expected one of {list(self.groups)}, received {group!r}")
+            members = self.groups[name]
+            obs_space = game.observation_space(members[0])
+            self.action_space = game.action_space(members[0])
         finally:
             game.close()
-        self.possible_agents = agents
-        self.observation_space = _with_agent_id(obs_space, len(agents)) if agent_ids else obs_space
-        self.action_space = act_space
+        self.possible_agents = [a for agents in self.groups.values() for a in agents]
+        self.group_agents = members
+        self.observation_space = _with_agent_id(obs_space, len(members)) if agent_ids else obs_space
 
     def reset(self, *, seed=None, options=None):
         raise TypeError(_VECTOR_ONLY)
@@ -523,13 +553,32 @@ _VECTOR_ONLY = (
 
 
 class _VectorMaker:
-    """The ``vector_entry_point`` of a registered game (picklable when ``make_game`` is)."""
+    """The ``vector_entry_point`` of a registered game (picklable when ``make_game`` is): a
+    :class:`ParallelVectorEnv` of a game with one group, a :class:`JointVectorEnv` of every
+    group's columns (an evaluation's) with several."""
 
     def __init__(self, make_game: Callable[..., Any]):
         self.make_game = make_game
 
-    def __call__(self, num_envs: int = 1, **kwargs: Any) -> ParallelVectorEnv:
-        return ParallelVectorEnv(self.make_game, num_envs, **kwargs)
+    def __call__(self, num_envs: int = 1, agent_ids: bool = False,
+                 agent_groups: dict | None = None, group: str | None = None,
+                 **kwargs: Any) -> VectorEnv:  # fmt: skip
+        if group is not None:
+            raise ValueError(
+                "group: a group's vector steps its games with the other groups' "
+                "(multi_agent.group_vectors), not alone"
+            )
+        game = as_parallel(self.make_game(**kwargs))
+        try:
+            groups = _groups_of(game, agent_groups)
+        finally:
+            game.close()
+        if len(groups) == 1 and agent_groups is None:
+            return ParallelVectorEnv(self.make_game, num_envs, agent_ids=agent_ids, **kwargs)
+        n = sum(len(agents) for agents in groups.values())
+        hub = GameHub(self.make_game, max(1, math.ceil(num_envs / n)), groups=agent_groups,
+                      agent_ids=agent_ids, **kwargs)  # fmt: skip
+        return JointVectorEnv(hub)
 
 
 class _SpacesMaker:
@@ -557,6 +606,24 @@ def register_game(make_game: Callable[..., Any], env_id: str) -> str:
         order_enforce=False,
     )
     return env_id
+
+
+def game_maker(env_id: str) -> Callable[..., Any]:
+    """The function or class that makes one game of a registered game ``env_id``."""
+    return gym.spec(env_id).entry_point.make_game
+
+
+def game_groups(env_id: str, env_kwargs: dict | None = None) -> dict[str, list[str]] | None:
+    """``{group: [agents]}`` of a registered game ``env_id`` made with ``env_kwargs``; None
+    for any other id."""
+    if not is_game_id(env_id):
+        return None
+    kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k != "group"}
+    env = gym.make(env_id, **kwargs)
+    try:
+        return dict(env.unwrapped.groups)
+    finally:
+        env.close()
 
 
 def game_agents(env_id: str, env_kwargs: dict | None = None) -> list[str] | None:

@@ -46,7 +46,7 @@ import time
 
 from tfagents_vtrace.envs.failures import EnvFailure
 from tfagents_vtrace.replay import storage
-from tfagents_vtrace.runtime import self_play
+from tfagents_vtrace.runtime import groups, self_play
 from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.acting.evaluation import BackgroundEvaluations, Evaluator
 from tfagents_vtrace.runtime.callbacks import CallbackError, CallbackList
@@ -95,7 +95,10 @@ def make_driver(run, agent, agent_config, network_config, logdir: str, **kwargs)
     callbacks, verbose = kwargs.pop("callbacks", None), kwargs.pop("verbose", 1)
     kwargs.setdefault("strategy", None)
     seed_everything(run)  # before any network is built
-    glue = agent.run_agent(run, agent_config, network_config, **kwargs)
+    if groups.is_group_run(run):  # one run agent per group of a game's agents
+        glue = groups.GroupsAgent(run, agent, agent_config, network_config, **kwargs)
+    else:
+        glue = agent.run_agent(run, agent_config, network_config, **kwargs)
     config = run_config_dict(name, run, agent_config, network_config)
     driver = Driver(
         run,

@@ -13,6 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import gymnasium as gym
 import numpy as np
 
 from tfagents_vtrace.envs.factory import env_action
@@ -127,8 +128,9 @@ class Evaluator:
         obs, reset_info = self._env.reset(seed=seed)
         self.env_call_since = 0.0
         space = self._env.single_action_space
+        joint = isinstance(space, gym.spaces.Dict)  # every group's actions of a game
         last = {
-            "action": np.zeros((n, *space.shape), space.dtype),
+            "action": None if joint else np.zeros((n, *space.shape), space.dtype),
             "state": self.policy.initial_state(n),
         }
         stats = getattr(self.policy, "episode_stats", None)  # the policy's own fields
@@ -144,6 +146,9 @@ class Evaluator:
             )
             if stats is not None:
                 stats.add(info, first, running)
+            if joint:
+                last["action"] = action
+                return {g: env_action(a, space[g]) for g, a in action.items()}
             last["action"] = np.asarray(action, space.dtype)
             return env_action(action, space)  # a Box action clipped to its bounds, as acting's
 

@@ -519,13 +519,20 @@ def foreign_in_policy(path: str) -> str | None:
     """The first path in a run's ``policy/`` without ``saved_model.pb`` (an export cut by a
     kill, before exports were atomic) that such an export does not write: anything but
     :data:`_SAVED_MODEL_NAMES`, ``variables/variables.*`` and ``assets/`` content; None when
-    it is all an export's (or ``path`` is absent, a link, or a whole SavedModel)."""
+    it is all an export's (or ``path`` is absent, a link, or a whole SavedModel). A folder
+    that is itself all an export's is one group's policy (``policy/<group>/``: a game of
+    several groups, :mod:`tfagents_vtrace.runtime.groups`)."""
     if os.path.islink(path) or not os.path.isdir(path):
         return None
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         return None
     for name in sorted(os.listdir(path)):
         inner = os.path.join(path, name)
+        if name not in _SAVED_MODEL_NAMES and os.path.isdir(inner) and not os.path.islink(inner):
+            group = foreign_in_policy(inner)  # a group's policy
+            if group is not None:
+                return group
+            continue
         if name not in _SAVED_MODEL_NAMES or os.path.islink(inner):
             return inner
         if name == "variables" and os.path.isdir(inner):
@@ -537,10 +544,16 @@ def foreign_in_policy(path: str) -> str | None:
 
 def with_policy(final: dict, logdir: str) -> dict:
     """``final`` (a run's final row) with ``policy``, the path of ``logdir/policy``, when it
-    holds an exported SavedModel: the row ``tv.train`` returns and ``on_end`` gets."""
+    holds an exported SavedModel (or ``policies``, ``{group: path}``, when its folders do):
+    the row ``tv.train`` returns and ``on_end`` gets."""
     policy = os.path.join(logdir, "policy")
     if os.path.isfile(os.path.join(policy, "saved_model.pb")):
         return {**final, "policy": policy}
+    if os.path.isdir(policy):  # a game of several groups: a policy per group
+        groups = {name: os.path.join(policy, name) for name in sorted(os.listdir(policy))
+                  if os.path.isfile(os.path.join(policy, name, "saved_model.pb"))}  # fmt: skip
+        if groups:
+            return {**final, "policies": groups}
     return final
 
 

@@ -1,0 +1,78 @@
+"""Games whose agents form several groups, each trained by its own learner: two agents of
+different spaces (one leaving early) give two policies by default; agents of one space give
+one policy, or two through policy_for_agent. From Python and the command line; the run
+resumes; each group's exported policy plays with plain TensorFlow."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo")
+
+import tfagents_vtrace as tv  # noqa: E402
+from tests import games  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = dict(num_envs=8, unroll_length=8, hidden_sizes=(16,), eval_episodes=4, verbose=0)
+
+
+def by_name(agent):
+    """Every agent its own group."""
+    return f"team_{agent}"
+
+
+def test_two_agents_of_different_spaces_train_two_policies_and_resume(tmp_path):
+    logdir = str(tmp_path / "run")
+    first = tv.train("impala", env=games.make_uneven, logdir=logdir, total_steps=1024, **SMALL)
+    assert first["eval_length"] == 4.5  # a plays 6 steps, b leaves after 3
+    assert sorted(os.listdir(os.path.join(logdir, "policy"))) == ["a", "b"]
+    rows = [json.loads(line) for line in open(os.path.join(logdir, "metrics.jsonl"))]
+    assert any("a/loss" in row and "b/loss" in row for row in rows)
+    again = tv.train("impala", env=games.make_uneven, logdir=logdir, total_steps=2048, **SMALL)
+    assert again["resumed"] and again["step"] >= 2048
+    # each group's policy takes its own agent's observation and acts in its own space
+    a = tv.load_policy(os.path.join(logdir, "policy", "a"))
+    b = tv.load_policy(os.path.join(logdir, "policy", "b"))
+    act_a, _ = a.step(np.zeros((3, 2), np.float32), a.initial_state(3), greedy=True)
+    act_b, _ = b.step(np.ones((3, 3), np.float32), b.initial_state(3), greedy=True)
+    assert set(np.asarray(act_a).tolist()) <= {0, 1}
+    assert set(np.asarray(act_b).tolist()) <= {0, 1, 2}
+
+
+def test_agents_of_one_space_share_a_policy_or_split_by_policy_for_agent(tmp_path):
+    shared = tv.train("a2c", env=games.make_relay, logdir=str(tmp_path / "one"),
+                      total_steps=512, **SMALL)  # fmt: skip
+    assert os.path.isfile(tmp_path / "one" / "policy" / "saved_model.pb")  # one policy
+    split = tv.train("a2c", env=games.make_relay, logdir=str(tmp_path / "two"),
+                     total_steps=512, policy_for_agent=by_name, **SMALL)  # fmt: skip
+    assert sorted(os.listdir(tmp_path / "two" / "policy")) == ["team_a", "team_b"]
+    config = json.load(open(tmp_path / "two" / "config.json"))
+    assert config["run_config"]["env_kwargs"]["agent_groups"] == {"a": "team_a", "b": "team_b"}
+    assert shared["eval_length"] == split["eval_length"] == 4.5
+
+
+@pytest.mark.slow  # two training subprocesses, each importing TensorFlow
+def test_cli_trains_groups_named_by_a_module_function(tmp_path):
+    logdir = str(tmp_path / "run")
+    cmd = [sys.executable, "-m", "experiments.train", "--agent=impala",
+           "--env=tests.games:make_relay",
+           "--policy_for_agent=tests.api.test_game_groups_runs:by_name",
+           f"--logdir={logdir}", "--num_envs=8", "--unroll_length=8", "--hidden_sizes=16",
+           "--eval_episodes=2"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.run([*cmd, "--total_steps=512"], capture_output=True, text=True,
+                           cwd=ROOT, env=env, timeout=600)  # fmt: skip
+    assert first.returncode == 0, first.stderr[-2000:]
+    again = subprocess.run([*cmd, "--total_steps=1024"], capture_output=True, text=True,
+                           cwd=ROOT, env=env, timeout=600)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-2000:]
+    final = json.load(open(os.path.join(logdir, "final.json")))
+    assert final["resumed"] and sorted(os.listdir(os.path.join(logdir, "policy"))) == [
+        "team_a",
+        "team_b",
+    ]
