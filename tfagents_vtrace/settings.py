@@ -234,9 +234,10 @@ def check_spaces(agent: str, run_config) -> None:
                                                               "group": group}  # fmt: skip
         env = env_spaces(run_config.env_id, kwargs)
         spaces.check_spaces(agent, env.observation, env.action)
-    check_group_run(agent, run_config)
+    spaces.check_game_run(agent, run_config)
+    check_group_run(run_config)
     check_game_run(run_config.env_id, run_config.num_envs, run_config.env_mode,
                    run_config.env_kwargs)  # fmt: skip
     from tfagents_vtrace.runtime.self_play import check_self_play_run
 
-    check_self_play_run(agent, run_config)
+    check_self_play_run(run_config)

@@ -76,3 +76,15 @@ def test_cli_trains_groups_named_by_a_module_function(tmp_path):
         "team_a",
         "team_b",
     ]
+
+
+def test_settings_a_game_of_several_groups_refuses(tmp_path):
+    with pytest.raises(ValueError, match=r"^env: a3c does not train a game of several groups"):
+        tv.train("a3c", env=games.make_uneven, logdir=str(tmp_path / "a"), total_steps=64)
+    with pytest.raises(ValueError, match=r"^env_groups: a game of several groups"):
+        tv.train("impala", env=games.make_uneven, logdir=str(tmp_path / "b"), env_groups=2,
+                 num_envs=8, total_steps=64)  # fmt: skip
+    with pytest.raises(ValueError, match=r"^policy_for_agent: agents 'a' and 'b' of group 'x'"):
+        tv.train("impala", env=games.make_uneven, logdir=str(tmp_path / "c"),
+                 policy_for_agent=lambda agent: "x", total_steps=64)  # fmt: skip
+    assert not any((tmp_path / name).exists() for name in "abc")

@@ -42,7 +42,9 @@ class AgentSpaces:
     ``action_masks``: a Dict observation's ``action_mask`` entry masks the policy
     (:mod:`tfagents_vtrace.networks.action_masks`; the actor-critic network does it).
     ``games``: trains games of many agents (:mod:`tfagents_vtrace.envs.multi_agent`), whose
-    absent agents' steps are masked like reset steps.
+    absent agents' steps are masked like reset steps. ``groups_and_self_play``: also a game
+    of several groups, a learner each (:mod:`tfagents_vtrace.runtime.groups`), and self-play
+    (:mod:`tfagents_vtrace.runtime.self_play`): its run agent is the actor-learner.
     """
 
     observations: tuple[str, ...]
@@ -50,6 +52,7 @@ class AgentSpaces:
     rank1_actions: tuple[str, ...] = ("Box", "MultiDiscrete", "MultiBinary")
     action_masks: bool = False
     games: bool = False
+    groups_and_self_play: bool = False
 
 
 _ACTOR_CRITIC = AgentSpaces(
@@ -59,9 +62,11 @@ _ACTOR_CRITIC = AgentSpaces(
     games=True,
 )
 
+_ACTOR_LEARNER = dataclasses.replace(_ACTOR_CRITIC, groups_and_self_play=True)
+
 SUPPORTED_SPACES: dict[str, AgentSpaces] = {
-    "impala": _ACTOR_CRITIC,
-    "a2c": _ACTOR_CRITIC,
+    "impala": _ACTOR_LEARNER,
+    "a2c": _ACTOR_LEARNER,
     "a3c": _ACTOR_CRITIC,
     "acer": AgentSpaces(observations=("Box", "Discrete"), actions=("Discrete", "Box")),
     "taac": AgentSpaces(observations=("Box",), actions=("Box",)),
@@ -161,3 +166,22 @@ def check_game(agent_name: str, env_id: str) -> None:
         f"env: {agent_name} does not train games of many agents ({env_id}; "
         f"{', '.join(takers[:-1])} and {takers[-1]} do)"
     )
+
+
+def check_game_run(agent_name: str, run) -> None:
+    """Raises ``ValueError("env: ...")`` (one line) when ``run`` trains a game of several
+    groups or self-play and ``agent_name`` does not (``AgentSpaces.groups_and_self_play``)."""
+    from tfagents_vtrace.agents import get_agent
+    from tfagents_vtrace.runtime.groups import is_group_run
+    from tfagents_vtrace.runtime.self_play import is_self_play
+
+    if get_agent(agent_name).spaces.groups_and_self_play:
+        return
+    what = None
+    if is_group_run(run):
+        what = "a game of several groups (a learner each)"
+    elif is_self_play(run.env_id, run.env_kwargs):
+        what = "self-play"
+    if what is not None:
+        takers = [name for name, t in SUPPORTED_SPACES.items() if t.groups_and_self_play]
+        raise ValueError(f"env: {agent_name} does not train {what}; {' and '.join(takers)} do")

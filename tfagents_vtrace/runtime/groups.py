@@ -48,7 +48,7 @@ def is_group_run(run) -> bool:
     return groups is not None and (len(groups) > 1 or "agent_groups" in run.env_kwargs)
 
 
-def check_group_run(agent: str, run, spec=None) -> None:
+def check_group_run(run) -> None:
     """Raises ``ValueError`` naming the setting for what a run of several groups does not
     do (module docstring); nothing for other runs."""
     if not is_group_run(run):

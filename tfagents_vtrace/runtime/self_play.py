@@ -145,14 +145,12 @@ def is_self_play(env_id: str, env_kwargs: dict | None = None) -> bool:
         env.close()
 
 
-def check_self_play_run(agent: str, run) -> None:
-    """Raises ``ValueError`` naming the setting unless a self-play run can train: IMPALA or
-    A2C, thread actors (not Ray), and a maker that takes ``opponent=`` (its evaluations play
-    fixed opponents). Nothing for a game without self-play."""
+def check_self_play_run(run) -> None:
+    """Raises ``ValueError`` naming the setting unless a self-play run can train: thread
+    actors (not Ray), and a maker that takes ``opponent=`` (its evaluations play fixed
+    opponents). Nothing for a game without self-play."""
     if not is_self_play(run.env_id, run.env_kwargs):
         return
-    if agent not in ("impala", "a2c"):
-        raise ValueError(f"env: self-play trains with impala or a2c, not {agent}")
     if run.backend == "ray":
         raise ValueError(
             "backend: self-play's opponents play in the training process; use the thread "
