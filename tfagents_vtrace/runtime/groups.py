@@ -99,6 +99,24 @@ class JointPolicy:
         return actions, infos, states
 
 
+class _Locks:
+    """A context holding every lock of ``locks`` (taken in order, released in reverse)."""
+
+    def __init__(self, locks: list):
+        self.locks, self._stack = locks, None
+
+    def __enter__(self) -> _Locks:
+        stack = contextlib.ExitStack()
+        for lock in self.locks:
+            stack.enter_context(lock)
+        self._stack = stack
+        return self
+
+    def __exit__(self, *exc) -> None:
+        stack, self._stack = self._stack, None
+        stack.close()
+
+
 class GroupsAgent:
     """The run agent of a game of several groups (module docstring)."""
 
@@ -162,11 +180,9 @@ class GroupsAgent:
 
     # -- the RunAgent protocol ----------------------------------------------------------
     @property
-    def lock(self):
-        stack = contextlib.ExitStack()
-        for agent in self.agents.values():
-            stack.enter_context(agent.lock)
-        return stack
+    def lock(self) -> _Locks:
+        """Every group's lock, taken in the groups' order (``with agent.lock:``)."""
+        return _Locks([agent.lock for agent in self.agents.values()])
 
     def checkpoint_items(self) -> dict:
         items = {}
