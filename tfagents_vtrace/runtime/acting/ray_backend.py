@@ -274,15 +274,16 @@ def host_env_factory(env_factory: Callable | None, num_envs: int):
     return None if env_factory is None else functools.partial(_vector_env, env_factory, num_envs)
 
 
-def user_env_specs() -> tuple:
-    """The gymnasium registrations of the user's own environments in this process (the
-    ``user/...`` ids :func:`~tfagents_vtrace.envs.user_envs.resolve_env` registers for a
-    class or function, games of many agents included), which a Ray host's new process does
-    not have."""
+def user_env_specs(env_ids) -> tuple:
+    """The gymnasium registrations of ``env_ids`` that are the user's own environments in
+    this process (the ``user/...`` ids :func:`~tfagents_vtrace.envs.user_envs.resolve_env`
+    registers for a class or function, games of many agents included), which a Ray host's
+    new process does not have."""
     from tfagents_vtrace.envs.user_envs import USER_NAMESPACE
 
     prefix = f"{USER_NAMESPACE}/"
-    return tuple(spec for env_id, spec in gym.registry.items() if env_id.startswith(prefix))
+    return tuple(gym.registry[i] for i in sorted(set(env_ids))
+                 if i.startswith(prefix) and i in gym.registry)  # fmt: skip
 
 
 def register_specs(specs) -> None:
@@ -292,11 +293,16 @@ def register_specs(specs) -> None:
             gym.registry[spec.id] = spec
 
 
-def with_env_specs(host_class: type) -> type:
-    """``host_class``, or a subclass carrying :func:`user_env_specs` when there are some: the
-    host's process registers them before it makes an environment (a class or function the
-    user gave is pickled with them, by reference when its module can be imported there)."""
-    specs = user_env_specs()
+def with_env_specs(host_class: type, args: tuple) -> type:
+    """``host_class``, or, for a :class:`HostProcess` whose arguments ``args`` name a user's
+    own environment (an ``env_id`` attribute: an ``ActorSpec``, a ``RunConfig``), a subclass
+    carrying its registration (:func:`user_env_specs`): the host's process registers it before
+    it makes an environment (the class or function the user gave is pickled with it, by
+    reference when its module can be imported there)."""
+    if not (isinstance(host_class, type) and issubclass(host_class, HostProcess)):
+        return host_class
+    ids = [a.env_id for a in args if isinstance(getattr(a, "env_id", None), str)]
+    specs = user_env_specs(ids)
     if not specs:
         return host_class
     return type(host_class.__name__, (host_class,), {"env_specs": specs})
@@ -540,15 +546,14 @@ class RayProcesses:
             )
 
     def _new_actor(self, actor_id: int):
+        args = self.host_args(actor_id)
         if self._remote is None:
             self._remote = (
                 import_ray()
-                .remote(with_env_specs(self.host_class))
+                .remote(with_env_specs(self.host_class, args))
                 .options(num_cpus=self.actor_cpus, max_restarts=0)
             )
-        return self._remote.remote(
-            *self.host_args(actor_id), env_restarts=self._env_restarts[actor_id]
-        )
+        return self._remote.remote(*args, env_restarts=self._env_restarts[actor_id])
 
     def _shutdown(self) -> None:
         """Kills every Ray actor; shuts Ray down if this started it."""

@@ -529,9 +529,8 @@ def foreign_in_policy(path: str) -> str | None:
     for name in sorted(os.listdir(path)):
         inner = os.path.join(path, name)
         if name not in _SAVED_MODEL_NAMES and os.path.isdir(inner) and not os.path.islink(inner):
-            group = foreign_in_policy(inner)  # a group's policy
-            if group is not None:
-                return group
+            if foreign_in_policy(inner) is not None:  # not a group's policy: named whole
+                return inner
             continue
         if name not in _SAVED_MODEL_NAMES or os.path.islink(inner):
             return inner
