@@ -157,23 +157,6 @@ def agent_groups(game: Any, groups: dict[str, str] | None = None) -> dict[str, l
 _groups_of = agent_groups  # for the functions whose keyword (a setting) has its name
 
 
-def _agent_spaces(game: Any) -> tuple[list[str], gym.Space, gym.Space]:
-    """``(agents, observation space, action space)`` of a game whose agents share spaces."""
-    agents = list(game.possible_agents)
-    if not agents:
-        raise ValueError("env: the game has no possible_agents")
-    obs = {a: game.observation_space(a) for a in agents}
-    act = {a: game.action_space(a) for a in agents}
-    for a in agents[1:]:
-        if obs[a] != obs[agents[0]] or act[a] != act[agents[0]]:
-            raise ValueError(
-                f"env: agents {agents[0]!r} and {a!r} have different spaces (observations "
-                f"{obs[agents[0]]} and {obs[a]}, actions {act[agents[0]]} and {act[a]}); one "
-                "policy acts for every agent of a game, so they must share their spaces"
-            )
-    return agents, obs[agents[0]], act[agents[0]]
-
-
 def _with_agent_id(space: gym.Space, n: int) -> gym.Space:
     """``space`` with room for a one-hot of ``n`` agents (module docstring)."""
     if isinstance(space, gspaces.Dict):
@@ -220,15 +203,18 @@ class _Group:
 
 
 class GameHub:
-    """``num_games`` games of ``make_game`` stepped together, their agents in ``groups``
+    """``num_games`` games of ``make_game`` (or as many as ``columns`` agent slots need)
+    stepped together, their agents in ``groups``
     (:func:`agent_groups`: ``{agent: group}``, or None for the default), each group with its
     own columns and spaces. :meth:`step` takes every group's actions and returns every
     group's outcome, as a NEXT_STEP vector env would for the group's columns alone."""
 
-    def __init__(self, make_game: Callable[..., Any], num_games: int, *,
-                 groups: dict[str, str] | None = None, agent_ids: bool = False,
-                 **env_kwargs: Any):  # fmt: skip
+    def __init__(self, make_game: Callable[..., Any], num_games: int | None = None, *,
+                 columns: int | None = None, groups: dict[str, str] | None = None,
+                 agent_ids: bool = False, **env_kwargs: Any):  # fmt: skip
         first = as_parallel(make_game(**env_kwargs))
+        if num_games is None:  # enough games for ``columns`` agent slots
+            num_games = max(1, math.ceil(int(columns) / len(first.possible_agents)))
         self.games = [first] + [
             as_parallel(make_game(**env_kwargs)) for _ in range(int(num_games) - 1)
         ]
@@ -306,6 +292,17 @@ class GameHub:
                 pass
 
 
+def _set_spaces(env: VectorEnv, group: _Group, hub: GameHub) -> None:
+    """A vector of ``group``'s columns: its sizes, spaces and metadata."""
+    env.num_envs = group.num_envs
+    env.single_observation_space = group.observation_space
+    env.single_action_space = group.action_space
+    env.observation_space = batch_space(group.observation_space, env.num_envs)
+    env.action_space = batch_space(group.action_space, env.num_envs)
+    env.metadata = {**hub.metadata, **type(env).metadata}
+    env.render_mode = None
+
+
 class ParallelVectorEnv(VectorEnv):
     """``ceil(num_envs / N)`` games of ``make_game`` (a function returning a PettingZoo
     ``ParallelEnv``, or an AEC env ``aec_to_parallel`` converts) as one NEXT_STEP vector env
@@ -322,22 +319,23 @@ class ParallelVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, make_game: Callable[..., Any], num_envs: int = 1, *,
-                 agent_ids: bool = False, **env_kwargs: Any):  # fmt: skip
-        first = as_parallel(make_game(**env_kwargs))
-        agents, _, _ = _agent_spaces(first)
-        first.close()
-        num_games = max(1, math.ceil(int(num_envs) / len(agents)))
-        self.hub = GameHub(make_game, num_games, groups=dict.fromkeys(agents, agents[0]),
-                           agent_ids=agent_ids, **env_kwargs)  # fmt: skip
-        self.agents, self.games, self.num_games = agents, self.hub.games, num_games
-        ((self._name, group),) = self.hub.groups.items()
-        self.num_envs = group.num_envs
-        self.single_observation_space = group.observation_space
-        self.single_action_space = group.action_space
-        self.observation_space = batch_space(group.observation_space, self.num_envs)
-        self.action_space = batch_space(group.action_space, self.num_envs)
-        self.metadata = {**self.hub.metadata, **type(self).metadata}
-        self.render_mode = None
+                 agent_ids: bool = False, hub: GameHub | None = None,
+                 **env_kwargs: Any):  # fmt: skip
+        if hub is None:
+            hub = GameHub(make_game, columns=num_envs, agent_ids=agent_ids, **env_kwargs)
+        if len(hub.groups) > 1:
+            hub.close()
+            (a, ga), (b, gb) = [(g.agents[0], g) for g in hub.groups.values()][:2]
+            raise ValueError(
+                f"env: agents {a!r} and {b!r} have different spaces (observations "
+                f"{ga.raw_space} and {gb.raw_space}, actions {ga.action_space} and "
+                f"{gb.action_space}); one policy acts for every agent of a game, so they must "
+                "share their spaces"
+            )
+        self.hub, self.games, self.num_games = hub, hub.games, hub.num_games
+        ((self._name, group),) = hub.groups.items()
+        self.agents = group.agents
+        _set_spaces(self, group, hub)
 
     def reset(self, *, seed: int | list | None = None, options: dict | None = None):
         return self.hub.reset(seed, options)[self._name]
@@ -412,14 +410,7 @@ class GroupVectorEnv(VectorEnv):
     def __init__(self, exchange: _Exchange, name: str):
         self.exchange, self.name = exchange, name
         self._fresh = True
-        group = exchange.hub.groups[name]
-        self.num_envs = group.num_envs
-        self.single_observation_space = group.observation_space
-        self.single_action_space = group.action_space
-        self.observation_space = batch_space(group.observation_space, self.num_envs)
-        self.action_space = batch_space(group.action_space, self.num_envs)
-        self.metadata = {**exchange.hub.metadata, **type(self).metadata}
-        self.render_mode = None
+        _set_spaces(self, exchange.hub.groups[name], exchange.hub)
 
     def reset(self, *, seed: int | list | None = None, options: dict | None = None):
         """The games as :func:`group_vectors` reset them, the first time (so that each
@@ -568,16 +559,10 @@ class _VectorMaker:
                 "group: a group's vector steps its games with the other groups' "
                 "(multi_agent.group_vectors), not alone"
             )
-        game = as_parallel(self.make_game(**kwargs))
-        try:
-            groups = _groups_of(game, agent_groups)
-        finally:
-            game.close()
-        if len(groups) == 1 and agent_groups is None:
-            return ParallelVectorEnv(self.make_game, num_envs, agent_ids=agent_ids, **kwargs)
-        n = sum(len(agents) for agents in groups.values())
-        hub = GameHub(self.make_game, max(1, math.ceil(num_envs / n)), groups=agent_groups,
+        hub = GameHub(self.make_game, columns=num_envs, groups=agent_groups,
                       agent_ids=agent_ids, **kwargs)  # fmt: skip
+        if len(hub.groups) == 1 and agent_groups is None:
+            return ParallelVectorEnv(self.make_game, hub=hub)
         return JointVectorEnv(hub)
 
 
