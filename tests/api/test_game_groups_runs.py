@@ -42,6 +42,11 @@ def test_two_agents_of_different_spaces_train_two_policies_and_resume(tmp_path):
     act_b, _ = b.step(np.ones((3, 3), np.float32), b.initial_state(3), greedy=True)
     assert set(np.asarray(act_a).tolist()) <= {0, 1}
     assert set(np.asarray(act_b).tolist()) <= {0, 1, 2}
+    # one group's policy cannot play the whole game: one line naming env
+    with pytest.raises(
+        ValueError, match=r"^env: .* is a game of several groups of agents \(a, b\)"
+    ):
+        tv.evaluate(a, games.make_uneven, episodes=2)
 
 
 def test_agents_of_one_space_share_a_policy_or_split_by_policy_for_agent(tmp_path):

@@ -279,9 +279,10 @@ def main(argv: list[str]) -> None:
             outcomes=outcomes,
         )
     except ValueError as e:
-        if not str(e).startswith("video_dir: "):
+        name = {"video_dir": "video", "env": "env"}.get(str(e).partition(": ")[0])
+        if name is None:
             raise
-        raise FlagError("video", str(e).partition(": ")[2]) from None
+        raise FlagError(name, str(e).partition(": ")[2]) from None
     for i, (r, n) in enumerate(zip(returns, lengths)):
         print(f"episode {i}: return {r:.3f} length {n}")
     summary = summarize(returns)

@@ -242,6 +242,15 @@ def run_episodes(
         raise ValueError(f"episodes: expected >= 1, received {episodes}")
     if num_envs < 1:
         raise ValueError(f"num_envs: expected >= 1, received {num_envs}")
+    from tfagents_vtrace.envs.multi_agent import game_groups
+
+    groups = game_groups(env_id, env_kwargs)
+    if groups is not None and (len(groups) > 1 or "agent_groups" in (env_kwargs or {})):
+        raise ValueError(
+            f"env: {env_id} is a game of several groups of agents ({', '.join(groups)}), each "
+            "with its own policy; one policy cannot play it (its training run's evaluations "
+            "play every group's)"
+        )
     b = min(num_envs, episodes)
     targets = np.array([(episodes + i) // b for i in range(b)])  # episodes per environment
     if video_dir is not None:
