@@ -103,11 +103,18 @@ def connect_four_self_only():
     return turn_games.TurnGame(connect_four_v3.env, opponent="self")
 
 
-def test_a_self_play_run_snapshots_evaluates_against_fixed_opponents_and_resumes(tmp_path):
+def test_a_self_play_run_snapshots_evaluates_against_fixed_opponents_and_resumes(
+    tmp_path, monkeypatch
+):
     pytest.importorskip("pettingzoo")
     pytest.importorskip("pygame")
     import tfagents_vtrace as tv
+    from tfagents_vtrace.runtime.acting.policies import NumpyMLPPolicy
 
+    sources = []
+    set_source = turn_games.set_snapshot_source
+    monkeypatch.setattr(turn_games, "set_snapshot_source",
+                        lambda s: (sources.append(s), set_source(s)))  # fmt: skip
     logdir = str(tmp_path / "run")
     small = dict(num_envs=8, unroll_length=16, hidden_sizes=(16,), eval_episodes=4,
                  eval_every=1024, self_play_every=512, self_play_pool=3, verbose=0,
@@ -118,6 +125,9 @@ def test_a_self_play_run_snapshots_evaluates_against_fixed_opponents_and_resumes
     for prefix in ("eval_", "eval_oldest_"):
         rates = [first[f"{prefix}{k}_rate"] for k in ("win", "draw", "loss")]
         assert sum(rates) == pytest.approx(1.0)
+    # the opponents' moves, one game's at a time, in numpy (the board and its mask)
+    opponents = [p for s in sources if s is not None for p in s._policies.values()]
+    assert opponents and all(isinstance(p, NumpyMLPPolicy) for p in opponents)
     again = tv.train("impala", env=connect_four, logdir=logdir, total_steps=2048, **small)
     assert again["resumed"] and again["self_play_snapshots"] == 3
     # the final checkpoint's pool: the run's first snapshot (step 0, restored, not a new

@@ -95,9 +95,13 @@ class ActorLearner(NetworkAgent):
         self._next_snapshot = last + self.run_config.self_play_every
 
         def opponent_policy(weights):
-            from tfagents_vtrace.runtime.acting.policies import make_policy
+            from tfagents_vtrace.runtime.acting.policies import make_policy, numpy_policy_class
 
-            policy = make_policy(self.build_network(), "auto", greedy=False)
+            # One game's move per call: numpy where it applies (a board's flat leaves and
+            # mask), not a TF call's fixed cost per move.
+            network = self.build_network()
+            impl = "numpy" if numpy_policy_class(network, "numpy") is not None else "auto"
+            policy = make_policy(network, impl, greedy=False)
             policy.set_weights(weights)
             return policy
 

@@ -12,6 +12,9 @@ policy on many environments at once. Two implementations share one interface:
   previous action / reward inputs), the same forward pass in numpy, much cheaper per call
   than the compiled TF step at CartPole sizes (docs/results/implementation_choices.md). It
   reads the weights of the network's own layers; tests compare it with the TF network.
+  Opt-in (``policy_impl="numpy"``), it also acts for a ``Dict`` / ``Tuple`` observation
+  whose every leaf the multi-input torso flattens (or one-hot encodes), an ``action_mask``
+  entry applied to the logits as the network applies it: a board game's few numbers.
 
 :class:`FastestPolicy` (``policy_impl="fastest"``) holds several of them for one
 feed-forward network (numpy where it applies, the compiled TF step, the same under XLA): its
@@ -24,8 +27,8 @@ for TensorFlow's thread pool (docs/results/pong.md).
 All take and return numpy arrays: ``step(obs [B, ...], first [B], prev_action [B(, A)],
 prev_reward [B], state) -> (action [B(, A)], policy params dict of [B, ...], new state)``,
 and ``set_weights(list_of_numpy)`` in ``network.get_weights()`` order. Dict / Tuple
-observations (a nest of arrays) and MultiDiscrete / MultiBinary actions act through
-:class:`TFPolicy` (the numpy policies decline them).
+observations (a nest of arrays) act through :class:`TFPolicy` unless ``policy_impl`` opts in
+to the numpy MLP policy; MultiDiscrete / MultiBinary actions always do.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.networks import NetInputs, normalization
+from tfagents_vtrace.networks import NetInputs, action_masks, normalization
 
 _NP_ACTIVATIONS = {
     "tanh": np.tanh,
@@ -103,7 +106,7 @@ class NumpyMLPPolicy:
     the previous action / reward inputs (see module docstring)."""
 
     def __init__(self, network, greedy: bool = False, seed: int = 0):
-        if not self.supports(network):
+        if not self.supports(network, nested=True):
             raise ValueError("network: NumpyMLPPolicy needs an MLP categorical network")
         self.greedy = greedy
         self._rng = np.random.default_rng(seed)
@@ -115,7 +118,14 @@ class NumpyMLPPolicy:
         self._eye = np.eye(self._num_actions, dtype=np.float32)  # one-hot rows, built once
         self._lstm = network.core is not None
         index = {id(v): i for i, v in enumerate(network.weights)}
-        variables = [v for d in network.torso.dense_layers for v in (d.kernel, d.bias)]
+        self._leaves = None  # a nested observation: (categories or None, scale) per leaf
+        if _flat_nested(network):
+            encoders = network.torso.encoders
+            self._leaves = [(e.num_categories, np.float32(e.input_scale)) for e in encoders]
+            dense = network.torso.mlp.dense_layers
+        else:
+            dense = network.torso.dense_layers
+        variables = [v for d in dense for v in (d.kernel, d.bias)]
         if self._lstm:
             cell = network.core.cell
             variables += [cell.kernel, cell.recurrent_kernel, cell.bias]
@@ -126,16 +136,21 @@ class NumpyMLPPolicy:
         norm = getattr(network, "observation_normalizers", {}).get("0")
         self._norm_index = [] if norm is None else [index[id(norm.mean)], index[id(norm.var)]]
         self._clip = None if norm is None else np.float32(norm.clip)
-        self._num_dense = len(network.torso.dense_layers)
+        self._num_dense = len(dense)
         self._input_scale = np.float32(getattr(network, "input_scale", 1.0))
         self.set_weights(network.get_weights())
 
     @staticmethod
-    def supports(network) -> bool:
-        """True for an MLP torso, categorical head, float or uint8 Box observations, no Q
-        head, and either no core or an LSTM core without the time-step input."""
+    def supports(network, nested: bool = False) -> bool:
+        """True for an MLP torso, categorical head, float or uint8 Box observations (with
+        ``nested``: or a ``Dict`` / ``Tuple`` one of flattened leaves, module docstring), no
+        Q head, and either no core or an LSTM core without the time-step input."""
         cfg = getattr(network, "config", None)
         core = getattr(network, "core", None)
+        plain = _plain_observation(network) and network.observation_spec.dtype in (
+            tf.float32,
+            tf.uint8,
+        )
         return bool(
             cfg is not None
             and cfg.torso == "mlp"
@@ -144,8 +159,7 @@ class NumpyMLPPolicy:
             and cfg.q_head is None
             and getattr(network, "policy_kind", None) == "categorical"
             and getattr(network, "obs_categories", None) is None
-            and _plain_observation(network)
-            and network.observation_spec.dtype in (tf.float32, tf.uint8)
+            and (plain or (nested and _flat_nested(network)))
             and cfg.mlp_activation in _NP_ACTIVATIONS
         )
 
@@ -163,15 +177,32 @@ class NumpyMLPPolicy:
             mean, var = (np.asarray(weights[i], np.float32) for i in self._norm_index)
             self._norm = (mean, 1.0 / np.sqrt(var + np.float32(normalization.EPSILON)))
 
+    def _flattened(self, obs) -> np.ndarray:
+        """``[B, F]``: a nested observation's leaves flattened (or one-hot) and concatenated
+        in ``tf.nest.flatten`` order, its ``action_mask`` left out, as the torso does."""
+        leaves = tf.nest.flatten(action_masks.without_mask(obs))
+        parts = []
+        for x, (categories, scale) in zip(leaves, self._leaves):
+            x = np.asarray(x)
+            if categories is not None:
+                parts.append(np.eye(categories, dtype=np.float32)[x.astype(np.int64)])
+                continue
+            x = x.astype(np.float32).reshape(len(x), -1)
+            parts.append(x * scale if scale != 1.0 else x)
+        return np.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
+
     def _features(self, obs, first, prev_action, prev_reward, state):
         w, n = self._w, self._num_dense
-        h = np.asarray(obs, np.float32)
-        if self._norm_index:
-            mean, inv_std = self._norm
-            h = np.clip((h - mean) * inv_std, -self._clip, self._clip)
-        h = h.reshape(len(obs), -1)
-        if self._input_scale != 1.0:  # e.g. 1/255 for uint8 images, as the network does
-            h = h * self._input_scale
+        if self._leaves is not None:
+            h = self._flattened(obs)
+        else:
+            h = np.asarray(obs, np.float32)
+            if self._norm_index:
+                mean, inv_std = self._norm
+                h = np.clip((h - mean) * inv_std, -self._clip, self._clip)
+            h = h.reshape(len(obs), -1)
+            if self._input_scale != 1.0:  # e.g. 1/255 for uint8 images, as the network does
+                h = h * self._input_scale
         for k in range(n):
             h = self._act(h @ w[2 * k] + w[2 * k + 1])
         if not self._lstm:
@@ -191,20 +222,30 @@ class NumpyMLPPolicy:
         h = _sigmoid(o) * np.tanh(c)
         return h, (h, c)
 
+    def _logits(self, h: np.ndarray, obs) -> np.ndarray:
+        """The head's logits of features ``h``, masked by ``obs``'s ``action_mask`` if any
+        (``networks/action_masks.py``)."""
+        logits = h @ self._w[-2] + self._w[-1]
+        if isinstance(obs, dict) and action_masks.MASK_KEY in obs:
+            allowed = np.asarray(obs[action_masks.MASK_KEY]) > 0
+            logits = np.where(allowed, logits, np.float32(action_masks.MASKED_LOGIT))
+        return logits
+
     def logits(self, obs, first=None, prev_action=None, prev_reward=None, state=()):
         """Policy logits ``[B, A]`` (and the new state) of one step's inputs."""
+        batch = len(tf.nest.flatten(obs)[0])
         if first is None:
-            first = np.ones(len(obs), bool)
+            first = np.ones(batch, bool)
         if self._lstm and not state:
-            state = self.initial_state(len(obs))
+            state = self.initial_state(batch)
         h, new_state = self._features(obs, first, prev_action, prev_reward, state)
-        out = h @ self._w[-2] + self._w[-1]
+        out = self._logits(h, obs)
         return (out, new_state) if self._lstm else out
 
     def step(self, obs, first, prev_action, prev_reward, state):
         """One batched step; returns numpy ``(action, {"logits": ...}, new_state)``."""
         h, new_state = self._features(obs, first, prev_action, prev_reward, state)
-        logits = h @ self._w[-2] + self._w[-1]
+        logits = self._logits(h, obs)
         if self.greedy:
             action = np.argmax(logits, axis=-1)
         else:  # Gumbel-max sampling
@@ -378,13 +419,15 @@ class FastestPolicy:
 
 def numpy_policy_class(network, impl: str):
     """The numpy policy class that acts for ``network`` under ``policy_impl=impl``, or None:
-    "auto" takes :class:`NumpyMLPPolicy` where it applies; "numpy" also
-    :class:`NumpyConvPolicy` (opt-in: it changes a conv run's sampling stream)."""
+    "auto" takes :class:`NumpyMLPPolicy` where it applies to a plain observation; "numpy"
+    also to a nested one, and :class:`NumpyConvPolicy` (opt-in: it changes a run's sampling
+    stream)."""
     if impl == "tf":
         return None
-    if NumpyMLPPolicy.supports(network):
+    opted_in = impl in ("numpy", "fastest")
+    if NumpyMLPPolicy.supports(network, nested=opted_in):
         return NumpyMLPPolicy
-    if impl in ("numpy", "fastest") and NumpyConvPolicy.supports(network):
+    if opted_in and NumpyConvPolicy.supports(network):
         return NumpyConvPolicy
     return None
 
@@ -396,6 +439,20 @@ IMPLS = ("auto", "tf", "numpy", "fastest")
 def _plain_observation(network) -> bool:
     """One observation array (not a Dict / Tuple nest, which the TF policy takes)."""
     return isinstance(network.observation_spec, tf.TensorSpec)
+
+
+def _flat_nested(network) -> bool:
+    """A ``Dict`` / ``Tuple`` observation whose multi-input torso flattens (or one-hot
+    encodes) every leaf, with no running normalisation of them."""
+    from tfagents_vtrace.networks.multi_input import MultiInputTorso
+    from tfagents_vtrace.networks.torsos import MLPTorso
+
+    torso = getattr(network, "torso", None)
+    return (
+        isinstance(torso, MultiInputTorso)
+        and all(isinstance(e, MLPTorso) and not e.dense_layers for e in torso.encoders)
+        and not getattr(network, "observation_normalizers", {})
+    )
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -427,7 +484,8 @@ def make_policy(network, impl: str = "auto", greedy: bool = False, seed: int = 0
     if impl == "numpy":
         raise ValueError(
             "policy_impl: 'numpy' needs a categorical policy on an MLP torso (optionally with "
-            f"the LSTM core) or a feed-forward one on {NumpyConvPolicy.TORSOS}; use 'tf' or "
+            "the LSTM core; Dict / Tuple leaves flattened, no observation normalisation) or a "
+            f"feed-forward one on {NumpyConvPolicy.TORSOS}; use 'tf' or "
             "'auto' for this network"
         )
     return TFPolicy(network, greedy=greedy, seed=seed)
