@@ -3,14 +3,18 @@ different spaces (one leaving early) give two policies by default; agents of one
 one policy, or two through policy_for_agent. From Python and the command line; the run
 resumes; each group's exported policy plays with plain TensorFlow."""
 
+import glob
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 pytest.importorskip("pettingzoo")
 
@@ -18,6 +22,7 @@ import tfagents_vtrace as tv  # noqa: E402
 from tests import games  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+_ITERATIONS = "{}__optimizer_variables/0/.ATTRIBUTES/VARIABLE_VALUE"  # the update count
 SMALL = dict(num_envs=8, unroll_length=8, hidden_sizes=(16,), eval_episodes=4, verbose=0)
 
 
@@ -62,7 +67,9 @@ def test_agents_of_one_space_share_a_policy_or_split_by_policy_for_agent(tmp_pat
 
 
 @pytest.mark.slow  # two training subprocesses, each importing TensorFlow
-def test_cli_trains_groups_named_by_a_module_function(tmp_path):
+def test_cli_trains_groups_named_by_a_module_function_and_resumes_after_a_kill(tmp_path):
+    """SIGKILLed after a checkpoint of the running training, the same command resumes
+    every group from it: both learners' entries restored, the rows up to it kept."""
     logdir = str(tmp_path / "run")
     cmd = [sys.executable, "-m", "experiments.train", "--agent=impala",
            "--env=tests.games:make_relay",
@@ -70,17 +77,44 @@ def test_cli_trains_groups_named_by_a_module_function(tmp_path):
            f"--logdir={logdir}", "--num_envs=8", "--unroll_length=8", "--hidden_sizes=16",
            "--eval_episodes=2"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.run([*cmd, "--total_steps=512"], capture_output=True, text=True,
-                           cwd=ROOT, env=env, timeout=600)  # fmt: skip
-    assert first.returncode == 0, first.stderr[-2000:]
-    again = subprocess.run([*cmd, "--total_steps=1024"], capture_output=True, text=True,
-                           cwd=ROOT, env=env, timeout=600)  # fmt: skip
+    proc = subprocess.Popen([*cmd, "--total_steps=100000000", "--checkpoint_every_s=0.2"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    pattern = os.path.join(logdir, "checkpoints", "ckpt-*.index")
+    try:
+        deadline = time.time() + 300
+        while len(glob.glob(pattern)) < 2:  # one after the step-0 checkpoint
+            assert proc.poll() is None and time.time() < deadline, "no checkpoint written"
+            time.sleep(0.1)
+        time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    saved = max(int(os.path.basename(p)[5:-6]) for p in glob.glob(pattern))
+    assert saved > 0
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(f"{logdir}/checkpoints"))
+    iterations = {group: int(reader.get_tensor(_ITERATIONS.format(group)))
+                  for group in ("team_a", "team_b")}  # fmt: skip
+    assert all(n > 0 for n in iterations.values()), iterations
+    before = [json.loads(line)["step"] for line in open(os.path.join(logdir, "metrics.jsonl"))]
+    again = subprocess.run([*cmd, f"--total_steps={saved + 1024}"], capture_output=True,
+                           text=True, cwd=ROOT, env=env, timeout=600)  # fmt: skip
     assert again.returncode == 0, again.stderr[-2000:]
     final = json.load(open(os.path.join(logdir, "final.json")))
-    assert final["resumed"] and sorted(os.listdir(os.path.join(logdir, "policy"))) == [
-        "team_a",
-        "team_b",
-    ]
+    assert final["resumed"] and final["step"] == saved + 1024
+    assert sorted(os.listdir(os.path.join(logdir, "policy"))) == ["team_a", "team_b"]
+    rows = [json.loads(line) for line in open(os.path.join(logdir, "metrics.jsonl"))]
+    steps = [row["step"] for row in rows]
+    assert [s for s in before if s <= saved] == [s for s in steps if s <= saved]
+    assert all(a < b for a, b in zip(steps, steps[1:]))
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(f"{logdir}/checkpoints"))
+    after = {group: int(reader.get_tensor(_ITERATIONS.format(group))) for group in iterations}
+    # each optimizer went on from its own count: together, every update of the run, each
+    # num_epochs x num_minibatches optimizer steps
+    agent = json.load(open(os.path.join(logdir, "config.json")))["agent_config"]
+    per_update = agent["num_epochs"] * agent["num_minibatches"]
+    assert all(after[g] > iterations[g] for g in after)
+    assert sum(after.values()) == final["updates"] * per_update
 
 
 def test_settings_a_game_of_several_groups_refuses(tmp_path):
