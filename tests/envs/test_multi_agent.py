@@ -153,6 +153,36 @@ def test_an_actor_masks_absent_agents_steps_and_counts_each_agents_episode():
     actor.close()
 
 
+def test_an_inactive_report_of_another_shape_ends_acting_in_one_line():
+    """A vector reporting tfv_inactive for fewer columns than it has: EnvFailure naming
+    the info key and both shapes, not a report silently ignored."""
+    from tfagents_vtrace.envs.failures import EnvFailure
+    from tfagents_vtrace.networks import NetworkConfig
+    from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec
+
+    env_id = resolve_env(games.make_relay)
+
+    def factory(seed):
+        env = make_vector_env(env_id, 4, seed)
+        step = env.step
+
+        def short(actions):
+            obs, reward, terminated, truncated, infos = step(actions)
+            return obs, reward, terminated, truncated, {**infos, INACTIVE: np.zeros(3, bool)}
+
+        env.step = short
+        return env
+
+    spec = ActorSpec(env_id, NetworkConfig(hidden_sizes=(8,)), 4, 4, seed=3, policy_impl="numpy")
+    actor = Actor(spec, env_factory=factory)
+    try:
+        with pytest.raises(EnvFailure, match=r"^infos\['tfv_inactive'\]: .* shape \(4,\), "
+                                             r"received shape \(3,\)$"):  # fmt: skip
+            actor.unroll()
+    finally:
+        actor.close()
+
+
 def test_an_evaluation_counts_each_agents_episode_and_no_absent_step():
     """``play`` over a game vector: a's episodes are 6 steps, b's 3 (from its arrival at step 1
     to its leaving at step 4), the steps in between out of every episode."""

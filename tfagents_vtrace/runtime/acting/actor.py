@@ -87,6 +87,7 @@ from tfagents_vtrace.envs.factory import env_action
 from tfagents_vtrace.envs.failures import (
     ActingError,
     ActorAbandoned,
+    EnvFailure,
     NoActionAllowed,
     RestartPolicy,
     step_timeout,
@@ -181,11 +182,22 @@ def build_network(network_config, env_id: str, env_kwargs: dict | None = None):
 
 def _inactive(info: dict | None, cols: slice) -> np.ndarray | None:
     """A vector's ``infos["tfv_inactive"]`` (:mod:`tfagents_vtrace.envs.multi_agent`) as bool
-    ``[B/G]``, or None when it reports none."""
+    ``[B/G]``, or None when it reports none.
+
+    Raises:
+      EnvFailure: for a report of another shape (the vector's bug: no column can be told
+        active or not, and it would recur on every step).
+    """
     if not info or INACTIVE not in info:
         return None
     value = np.asarray(info[INACTIVE], bool)
-    return value if value.shape == (cols.stop - cols.start,) else None
+    columns = cols.stop - cols.start
+    if value.shape != (columns,):
+        raise EnvFailure(
+            f"infos[{INACTIVE!r}]: expected one bool per column of the vector, shape "
+            f"({columns},), received shape {value.shape}"
+        )
+    return value
 
 
 class _Group:
