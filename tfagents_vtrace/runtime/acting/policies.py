@@ -40,6 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.networks import NetInputs, action_masks, normalization
+from tfagents_vtrace.runtime.config import POLICY_IMPLS
 
 _NP_ACTIVATIONS = {
     "tanh": np.tanh,
@@ -432,8 +433,8 @@ def numpy_policy_class(network, impl: str):
     return None
 
 
-IMPLS = ("auto", "tf", "numpy", "fastest")
-"""The ``policy_impl`` values (:func:`make_policy`; ``RunConfig.policy_impl``)."""
+IMPLS = POLICY_IMPLS
+"""The ``policy_impl`` values (:func:`make_policy`), ``RunConfig``'s."""
 
 
 def _plain_observation(network) -> bool:
