@@ -127,3 +127,28 @@ def test_numpy_policy_on_a_masked_dict_observation_matches_the_network(rng):
     for _ in range(20):
         action, _, _ = policy.step(obs, np.ones(n, bool), zeros, np.zeros(n, np.float32), ())
         assert allowed[np.arange(n), action].all()
+
+
+def test_a_run_acts_with_one_blas_thread_and_gives_the_pool_back(tmp_path, monkeypatch):
+    """From Python (no OPENBLAS_NUM_THREADS set), numpy's BLAS pool is limited to one thread
+    while a run trains (utils/blas.py) and is the caller's again after it."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import tfagents_vtrace as tv
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+
+    def blas_threads():
+        return {
+            i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"
+        }
+
+    seen = []
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        if blas_threads() != {2}:
+            pytest.skip("numpy's BLAS here does not take a thread count")
+        tv.train("impala", env="CartPole-v1", logdir=str(tmp_path / "run"), total_steps=256,
+                 num_envs=4, unroll_length=16, hidden_sizes=(8,), eval_episodes=1,
+                 log_every_steps=64, verbose=0, export=False,
+                 callbacks=[lambda row: seen.append(blas_threads())])  # fmt: skip
+        assert seen and all(s == {1} for s in seen), seen
+        assert blas_threads() == {2}

@@ -73,6 +73,7 @@ from tfagents_vtrace.runtime.rundir.stop_signals import (
 )
 from tfagents_vtrace.runtime.rundir.triggers import EitherTrigger, IntervalTrigger, TimeTrigger
 from tfagents_vtrace.runtime.rundir.write_errors import WriteError, writing
+from tfagents_vtrace.utils.blas import one_blas_thread
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +345,8 @@ class Driver:
         Raises:
           CallbackError: a callback raised (after a checkpoint of the newest state).
         """
-        final = self._run_or_finished()
+        with one_blas_thread():  # the numpy policies' small products (utils/blas.py)
+            final = self._run_or_finished()
         if self.callbacks:
             self.callbacks.end(with_policy(final, self.chief_logdir))
         return final

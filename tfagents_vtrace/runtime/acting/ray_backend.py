@@ -95,6 +95,7 @@ from tfagents_vtrace.envs.failures import (
 from tfagents_vtrace.runtime.acting.actor import group_size, put_until_stopped
 from tfagents_vtrace.runtime.acting.frames import unpack_unroll
 from tfagents_vtrace.runtime.acting.step_budget import StepBudget
+from tfagents_vtrace.utils.blas import one_blas_thread
 
 log = logging.getLogger(__name__)
 
@@ -311,8 +312,8 @@ def with_env_specs(host_class: type, args: tuple) -> type:
 class HostProcess:
     """Base of a Ray actor body: ignores SIGINT and SIGHUP (a Ctrl-C or a closed terminal is
     for the training process, which checkpoints and then ends its actors), limits
-    TensorFlow's threads in the new process before it runs anything, registers the project's
-    env ids, and answers :meth:`pid`."""
+    TensorFlow's threads in the new process before it runs anything and numpy's BLAS pool
+    to one thread, registers the project's env ids, and answers :meth:`pid`."""
 
     env_specs: tuple = ()
     """The registrations of the user's own environments to make here (:func:`user_env_specs`;
@@ -332,6 +333,7 @@ class HostProcess:
         import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 
         register_specs(type(self).env_specs)
+        one_blas_thread().__enter__()  # for the host's life (utils/blas.py)
 
     def pid(self) -> int:
         """The process id (tests use it to tell actors apart and to probe liveness)."""
