@@ -12,8 +12,10 @@ observation, takes the assignment of agents to landmarks with the least total di
 agents find the same one), and picks the move that brings it closest to its landmark a few
 steps ahead under MPE's dynamics (damping 0.25, dt 0.1, acceleration 5).
 
-Prints one JSON line per player (``scripted``, ``random``, and ``policy`` when given): the
-mean and spread of the per-agent episode return over ``--episodes`` games.
+Prints one JSON line per player (``scripted``, ``random``, two simpler rules with the same
+move choice: ``nearest``, each agent heading for its nearest landmark, and ``own_index``,
+agent ``i`` for landmark ``i``; and ``policy`` when given): the mean and spread of the
+per-agent episode return over ``--episodes`` games.
 
 ``connect_four`` (PettingZoo's ``connect_four_v3``): the exported ``--policy`` (greedy, its
 action mask applied) plays ``--episodes`` games as the first player and as many as the
@@ -63,12 +65,20 @@ def _ahead(pos: np.ndarray, vel: np.ndarray, move: np.ndarray) -> np.ndarray:
     return pos
 
 
-def spread_action(obs: np.ndarray, index: int, n: int = 3) -> int:
-    """The scripted player's action for agent ``index`` (module docstring)."""
+def spread_action(obs: np.ndarray, index: int, n: int = 3, target: str = "assigned") -> int:
+    """The scripted player's action for agent ``index`` (module docstring). ``target``:
+    its landmark under the best assignment (``assigned``, the heuristic), else the nearest
+    landmark (``nearest``) or the landmark of its own index (``own``), two simpler rules
+    that place a policy between random play and the heuristic."""
     vel, agents, landmarks = spread_positions(np.asarray(obs, np.float64), index, n)
-    target = landmarks[best_assignment(agents, landmarks)[index]]
     pos = agents[index]
-    return int(np.argmin([np.linalg.norm(_ahead(pos, vel, m) - target) for m in MOVES]))
+    if target == "assigned":
+        goal = landmarks[best_assignment(agents, landmarks)[index]]
+    elif target == "nearest":
+        goal = landmarks[np.argmin(np.linalg.norm(landmarks - pos, axis=1))]
+    else:
+        goal = landmarks[index]
+    return int(np.argmin([np.linalg.norm(_ahead(pos, vel, m) - goal) for m in MOVES]))
 
 
 def play_spread(choose, episodes: int, seed: int, n: int = 3) -> list[float]:
@@ -153,6 +163,8 @@ def main(argv=None) -> None:
     players = {
         "scripted": lambda obs, i, rng: spread_action(obs, i),
         "random": lambda obs, i, rng: int(rng.integers(5)),
+        "nearest": lambda obs, i, rng: spread_action(obs, i, target="nearest"),
+        "own_index": lambda obs, i, rng: spread_action(obs, i, target="own"),
     }
     if args.policy:
         players["policy"] = policy_chooser(args.policy, args.agent_ids)

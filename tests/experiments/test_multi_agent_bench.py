@@ -42,3 +42,16 @@ def test_the_scripted_player_is_far_above_random():
     scripted = bench.play_spread(lambda o, i, rng: bench.spread_action(o, i), 10, seed=1)
     random = bench.play_spread(lambda o, i, rng: int(rng.integers(5)), 10, seed=1)
     assert np.mean(scripted) > np.mean(random) + 10.0
+
+
+def test_the_simpler_rules_fall_between_random_and_the_heuristic():
+    """nearest landmark < own-index landmark < the assignment, all above random: the
+    ladder a trained policy is placed on (docs/results/multi_agent.md)."""
+    bench = load_benchmark("multi_agent")
+    means = {
+        target: np.mean(bench.play_spread(
+            lambda o, i, rng, t=target: bench.spread_action(o, i, target=t), 20, seed=2))
+        for target in ("nearest", "own", "assigned")
+    }  # fmt: skip
+    random = np.mean(bench.play_spread(lambda o, i, rng: int(rng.integers(5)), 20, seed=2))
+    assert random + 5 < means["nearest"] < means["own"] < means["assigned"], (random, means)
