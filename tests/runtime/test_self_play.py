@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tfagents_vtrace.envs import turn_games
-from tfagents_vtrace.runtime.self_play import SnapshotPool
+from tfagents_vtrace.runtime.self_play import SnapshotOpponents, SnapshotPool
 
 SHAPES = [(2, 3), (3,)]
 
@@ -37,6 +37,29 @@ def test_draws_take_the_newest_with_probability_latest_else_any_held():
     # newest (slot 3): 0.25 + 0.75 / 4; each other slot 0.75 / 4
     freq = np.bincount(draws, minlength=4) / len(draws)
     np.testing.assert_allclose(freq, [0.1875, 0.1875, 0.1875, 0.4375], atol=0.02)
+
+
+def test_a_share_of_the_episodes_draws_a_fixed_opponent():
+    """self_play_fixed: that share of the draws returns one of the fixed opponents (each
+    equally often); the rest are snapshots' policies, made once per snapshot."""
+    pool = SnapshotPool(SHAPES, size=3, latest=0.5)
+    pool.add(0, _weights(0))
+    made = []
+
+    def make_policy(weights):
+        made.append(float(weights[0].flat[0]))
+        return object()
+
+    source = SnapshotOpponents(pool, make_policy, 0.3, ("random", "lookahead"))
+    rng = np.random.default_rng(0)
+    draws = [source.draw(rng) for _ in range(4000)]
+    counts = {name: sum(d is f for d in draws) / len(draws)
+              for name, f in turn_games.OPPONENTS.items()}  # fmt: skip
+    assert counts == pytest.approx({"random": 0.15, "lookahead": 0.15}, abs=0.02)
+    assert made == [0.0]  # the one snapshot's policy, made once
+    pool.add(5, _weights(5))  # slot 1: a new snapshot, read when first drawn
+    _ = [source.draw(rng) for _ in range(50)]
+    assert made == [0.0, 5.0]
 
 
 def test_the_pool_is_in_a_checkpoint(tmp_path):
@@ -168,4 +191,8 @@ def test_self_play_settings_a_run_refuses(tmp_path):
     with pytest.raises(ValueError, match=r"^self_play_pool: expected an int >= 2"):
         tv.train("impala", env=connect_four, logdir=str(tmp_path / "c"), self_play_pool=1,
                  total_steps=64)  # fmt: skip
-    assert not any((tmp_path / name).exists() for name in "abc")
+    with pytest.raises(ValueError, match=r"^self_play_fixed_opponents: expected names from "
+                                         r"\['lookahead', 'random'\]"):  # fmt: skip
+        tv.train("impala", env=connect_four, logdir=str(tmp_path / "d"), self_play_fixed=0.2,
+                 self_play_fixed_opponents="random,minimax", total_steps=64)  # fmt: skip
+    assert not any((tmp_path / name).exists() for name in "abcd")

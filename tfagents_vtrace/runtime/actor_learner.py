@@ -27,7 +27,12 @@ from tfagents_vtrace.runtime.acting.time_shares import TimeShares
 from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls, unroll_source
 from tfagents_vtrace.runtime.config import stream_seed
 from tfagents_vtrace.runtime.run_agent import NetworkAgent, update_statistics
-from tfagents_vtrace.runtime.self_play import SnapshotOpponents, SnapshotPool, is_self_play
+from tfagents_vtrace.runtime.self_play import (
+    SnapshotOpponents,
+    SnapshotPool,
+    fixed_opponents,
+    is_self_play,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +110,11 @@ class ActorLearner(NetworkAgent):
             policy.set_weights(weights)
             return policy
 
-        set_snapshot_source(SnapshotOpponents(self.pool, opponent_policy))
+        run = self.run_config
+        fixed = fixed_opponents(run) if run.self_play_fixed else ()
+        set_snapshot_source(
+            SnapshotOpponents(self.pool, opponent_policy, run.self_play_fixed, fixed)
+        )
 
     def start(self, counters) -> None:
         run, self.counters = self.run_config, counters

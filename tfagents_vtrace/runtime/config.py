@@ -141,6 +141,12 @@ class RunConfig:
     self_play_latest: float = 0.5
     """Self-play: the probability that an episode's opponent is the newest snapshot; else
     one of the held snapshots, uniformly."""
+    self_play_fixed: float = 0.0
+    """Self-play: the probability that an episode's opponent is one of
+    ``self_play_fixed_opponents`` (uniformly) instead of a snapshot; 0: snapshots only."""
+    self_play_fixed_opponents: str = "random"
+    """Self-play: the fixed opponents ``self_play_fixed`` draws, comma-separated names of
+    ``envs/turn_games.py``'s opponents (``random``, ``lookahead``)."""
     export_policy: bool = True
     """Write DIR/policy (SavedModel) at the end."""
     deterministic: bool = False
@@ -189,6 +195,7 @@ class RunConfig:
         check_int("self_play_every", self.self_play_every, 1)
         check_int("self_play_pool", self.self_play_pool, 2)
         check_number("self_play_latest", self.self_play_latest, 0.0, 1.0, False, False)
+        check_number("self_play_fixed", self.self_play_fixed, 0.0, 1.0, False, False)
         timeout = self.env_step_timeout_s
         if timeout is not None and not (
             isinstance(timeout, int | float) and not isinstance(timeout, bool)

@@ -8,7 +8,12 @@ at step 0 and then every ``self_play_every`` agent steps (``RunConfig``). The po
 draws its opponent from the pool: the newest snapshot with probability
 ``self_play_latest``, else one of the held snapshots uniformly (the "latest and uniform
 past" mixture of OpenAI Five and Bansal et al. 2018, https://arxiv.org/abs/1710.03748).
-Opponents sample their actions from their snapshot's policy.
+Opponents sample their actions from their snapshot's policy. With ``self_play_fixed`` > 0,
+that share of the episodes is played against fixed opponents instead
+(``self_play_fixed_opponents``, e.g. ``random,lookahead``, one drawn uniformly): a league
+with scripted players beside the past selves, which keeps the policy facing play its own
+snapshots may have stopped producing (a pool of policies that all stack one column never
+teaches blocking a row).
 
 The pool is model state: its snapshots are variables of a ``tf.Module`` in every checkpoint,
 so a resumed run plays against the same past. The snapshots reach the games through
@@ -93,22 +98,30 @@ class SnapshotPool(tf.Module):
 
 class SnapshotOpponents(turn_games.SnapshotSource):
     """The opponents of a :class:`SnapshotPool`: a sampling policy per snapshot, made with
-    ``make_policy(weights)`` when a game first draws that snapshot."""
+    ``make_policy(weights)`` when a game first draws that snapshot; with probability
+    ``fixed``, one of the ``fixed_opponents`` named instead (module docstring)."""
 
-    def __init__(self, pool: SnapshotPool, make_policy):
+    def __init__(self, pool: SnapshotPool, make_policy, fixed: float = 0.0,
+                 fixed_opponents: tuple[str, ...] = ()):  # fmt: skip
         self.pool, self.make_policy = pool, make_policy
+        self.fixed = float(fixed)
+        self.fixed_opponents = [turn_games.opponent_named(n) for n in fixed_opponents]
         self._policies: dict[tuple[int, int], object] = {}  # (slot, step) -> policy
         self._lock = threading.Lock()
 
     def _opponent(self, slot: int) -> turn_games.Opponent:
-        step, weights = self.pool.snapshot(slot)
+        key = (slot, int(self.pool.steps.numpy()[slot]))
         with self._lock:
-            key = (slot, step)
             policy = self._policies.get(key)
-            if policy is None:
-                for old in [k for k in self._policies if k[0] == slot]:  # replaced
-                    del self._policies[old]
-                policy = self._policies[key] = self.make_policy(weights)
+        if policy is None:  # a snapshot new to this process: its weights read once
+            step, weights = self.pool.snapshot(slot)
+            with self._lock:
+                key = (slot, step)
+                policy = self._policies.get(key)
+                if policy is None:
+                    for old in [k for k in self._policies if k[0] == slot]:  # replaced
+                        del self._policies[old]
+                    policy = self._policies[key] = self.make_policy(weights)
 
         def act(observation, agent, rng) -> int:
             batched = tf.nest.map_structure(lambda x: np.asarray(x)[None], observation)
@@ -120,6 +133,8 @@ class SnapshotOpponents(turn_games.SnapshotSource):
         return act
 
     def draw(self, rng: np.random.Generator) -> turn_games.Opponent:
+        if self.fixed_opponents and rng.random() < self.fixed:
+            return self.fixed_opponents[int(rng.integers(len(self.fixed_opponents)))]
         return self._opponent(self.pool.draw(rng))
 
     def oldest(self) -> turn_games.Opponent:
@@ -145,12 +160,29 @@ def is_self_play(env_id: str, env_kwargs: dict | None = None) -> bool:
         env.close()
 
 
+def fixed_opponents(run) -> tuple[str, ...]:
+    """``run.self_play_fixed_opponents``'s names.
+
+    Raises:
+      ValueError: ``"self_play_fixed_opponents: ..."`` for a name that is no fixed opponent.
+    """
+    names = tuple(n.strip() for n in run.self_play_fixed_opponents.split(",") if n.strip())
+    unknown = [n for n in names if n not in turn_games.OPPONENTS]
+    if unknown or not names:
+        raise ValueError(
+            f"self_play_fixed_opponents: expected names from {sorted(turn_games.OPPONENTS)} "
+            f"separated by commas, received {run.self_play_fixed_opponents!r}"
+        )
+    return names
+
+
 def check_self_play_run(run) -> None:
     """Raises ``ValueError`` naming the setting unless a self-play run can train: thread
-    actors (not Ray), and a maker that takes ``opponent=`` (its evaluations play fixed
-    opponents). Nothing for a game without self-play."""
+    actors (not Ray), fixed opponents that exist, and a maker that takes ``opponent=`` (its
+    evaluations play fixed opponents). Nothing for a game without self-play."""
     if not is_self_play(run.env_id, run.env_kwargs):
         return
+    fixed_opponents(run)
     if run.backend == "ray":
         raise ValueError(
             "backend: self-play's opponents play in the training process; use the thread "
