@@ -221,7 +221,10 @@ def test_policy_env_mismatch_names_both_shapes(cartpole_policy_path):
     expected = "Acrobot-v1 gives observations of shape (6,), the policy at P expects (4,)"
     assert str(e.value) == "--env: " + expected
     box4 = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
-    int_box4 = gym.spaces.Box(0, 9, (4,), np.int64)
+    # an integer Box is fed cast to float32, as a policy trained on it takes it
+    evaluate.check_policy_env(io, "X", gym.spaces.Box(0, 9, (4,), np.int64),
+                              gym.spaces.Discrete(2), "P")  # fmt: skip
+    images = gym.spaces.Box(0, 255, (4,), np.uint8)
     theirs = "the policy at P gives 2 discrete actions"
     cases = [
         (box4, gym.spaces.Discrete(3), f"X takes 3 discrete actions, {theirs}"),
@@ -231,9 +234,9 @@ def test_policy_env_mismatch_names_both_shapes(cartpole_policy_path):
             f"X takes continuous actions of shape (1,), {theirs}",
         ),
         (
-            int_box4,
+            images,
             gym.spaces.Discrete(2),
-            "X gives int64 observations, the policy at P expects float32",
+            "X gives uint8 observations, the policy at P expects float32",
         ),
     ]
     for obs_space, act_space, message in cases:
@@ -461,9 +464,14 @@ def test_a_policy_taking_an_action_mask_evaluates_on_its_multibinary_env(tmp_pat
     path = export_policy(make_network(NetworkConfig(), obs_space, act_space), tmp_path / "p")
     io = evaluate.policy_io(tf.saved_model.load(str(path)))
     evaluate.check_policy_env(io, "Masked-v0", obs_space, act_space, "P")
-    # an integer Box in the mask's place is still refused
+    # PettingZoo's masks are int8 Boxes: fed as float32 too
     ints = gym.spaces.Dict(
-        {"clock": obs_space["clock"], "action_mask": gym.spaces.Box(0, 1, (3,), np.int64)}
+        {"clock": obs_space["clock"], "action_mask": gym.spaces.Box(0, 1, (3,), np.int8)}
     )
-    with pytest.raises(evaluate.FlagError, match="gives int64 observations"):
-        evaluate.check_policy_env(io, "X", ints, act_space, "P")
+    evaluate.check_policy_env(io, "X", ints, act_space, "P")
+    # a uint8 image where the policy takes float32 is refused
+    images = gym.spaces.Dict(
+        {"clock": gym.spaces.Box(0, 255, (1,), np.uint8), "action_mask": obs_space["action_mask"]}
+    )
+    with pytest.raises(evaluate.FlagError, match="gives uint8 observations"):
+        evaluate.check_policy_env(io, "X", images, act_space, "P")

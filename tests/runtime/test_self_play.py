@@ -171,11 +171,18 @@ def test_a_self_play_run_stopped_between_evaluations_is_evaluated_against_both(t
 
     final = tv.train("impala", env=connect_four, logdir=str(tmp_path / "run"), num_envs=8,
                      unroll_length=16, hidden_sizes=(16,), eval_episodes=2, eval_every=10**6,
-                     total_steps=10**6, verbose=0, export=False,
+                     total_steps=10**6, verbose=0,
                      callbacks=[lambda row: row["step"] >= 512])  # fmt: skip
     assert final["stopped_by"] == "callback" and "eval_oldest_win_rate" in final
     with pytest.raises(ValueError, match=r"^opponent: 'self' and 'oldest'"):
         turn_games.snapshot_source()
+    # after the run, its game against 'self' is refused in one line; a fixed opponent plays
+    # (the int8 board and mask fed as the exported policy takes them)
+    policy = tv.load_policy(final["policy"])
+    with pytest.raises(ValueError, match=r"^env: .* plays against opponent 'self', snapshots"):
+        tv.evaluate(policy, connect_four, episodes=2)
+    out = tv.evaluate(policy, connect_four, episodes=4, env_kwargs={"opponent": "lookahead"})
+    assert out["win_rate"] + out["draw_rate"] + out["loss_rate"] == pytest.approx(1.0)
 
 
 def test_self_play_settings_a_run_refuses(tmp_path):

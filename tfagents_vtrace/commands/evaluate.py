@@ -138,11 +138,14 @@ def check_policy_env(
             "env",
             f"{env_id} gives observations of shape {obs_shape}, {where} expects {expected}",
         )
+    from tfagents_vtrace.networks.multi_input import leaf_spec
+
     dtypes = io["observation_dtype"]
     for space, dtype in zip(spaces, dtypes if isinstance(dtypes, list) else [dtypes]):
-        if isinstance(space, gym.spaces.MultiBinary):  # 0/1 (an action mask): fed as float32
-            continue
-        if _numeric_kind(space.dtype) != _numeric_kind(dtype):
+        # what a policy trained on this env takes for the leaf: uint8 images, int32 ids, and
+        # float32 for any other Box (an int8 board or action mask is fed cast, exactly)
+        fed = leaf_spec(space, "observation").dtype.as_numpy_dtype
+        if _numeric_kind(fed) != _numeric_kind(dtype) or (fed == np.uint8) != (dtype == np.uint8):
             raise FlagError(
                 "env",
                 f"{env_id} gives {np.dtype(space.dtype).name} observations, {where} "

@@ -132,6 +132,28 @@ def snapshot_source() -> SnapshotSource:
     return _SOURCE[0]
 
 
+def has_snapshot_source() -> bool:
+    """Whether a training run provides this process's snapshots (:func:`snapshot_source`)."""
+    return _SOURCE[0] is not None
+
+
+def is_self_play(env_id: str, env_kwargs: dict | None = None) -> bool:
+    """Whether ``env_id`` is a turn-by-turn game played against ``opponent="self"``: one
+    environment is made to see, for an id whose entry point is a class or function (what
+    ``env=maker`` and ``--env=module:maker`` register); an id registered by a path string
+    (gymnasium's, ALE's, the project's) is none."""
+    from tfagents_vtrace.envs import make_env
+
+    spec = gym.registry.get(env_id)
+    if spec is None or isinstance(spec.entry_point, str) or spec.entry_point is None:
+        return False
+    env = make_env(env_id, **dict(env_kwargs or {}))
+    try:
+        return bool(getattr(env.unwrapped, "self_play", False))
+    finally:
+        env.close()
+
+
 def opponent_named(opponent: str | Opponent) -> Opponent:
     """``opponent`` itself, or the one :data:`OPPONENTS` names.
 

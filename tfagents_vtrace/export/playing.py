@@ -242,8 +242,15 @@ def run_episodes(
         raise ValueError(f"episodes: expected >= 1, received {episodes}")
     if num_envs < 1:
         raise ValueError(f"num_envs: expected >= 1, received {num_envs}")
+    from tfagents_vtrace.envs import turn_games
     from tfagents_vtrace.envs.multi_agent import game_groups
 
+    if turn_games.is_self_play(env_id, env_kwargs) and not turn_games.has_snapshot_source():
+        raise ValueError(
+            f"env: {env_id} plays against opponent 'self', snapshots of a policy being "
+            "trained that exist only inside its training run; evaluate against a fixed "
+            "opponent instead (env_kwargs {'opponent': 'random'}, or 'lookahead')"
+        )
     groups = game_groups(env_id, env_kwargs)
     if groups is not None and (len(groups) > 1 or "agent_groups" in (env_kwargs or {})):
         raise ValueError(

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfagents_vtrace.envs import turn_games
+from tfagents_vtrace.envs.turn_games import is_self_play
 
 
 class SnapshotPool(tf.Module):
@@ -139,25 +140,6 @@ class SnapshotOpponents(turn_games.SnapshotSource):
 
     def oldest(self) -> turn_games.Opponent:
         return self._opponent(0)
-
-
-def is_self_play(env_id: str, env_kwargs: dict | None = None) -> bool:
-    """Whether ``env_id`` is a turn-by-turn game played against ``opponent="self"``: one
-    environment is made to see, for an id whose entry point is a class or function (what
-    ``env=maker`` and ``--env=module:maker`` register); an id registered by a path string
-    (gymnasium's, ALE's, the project's) is none."""
-    import gymnasium as gym
-
-    from tfagents_vtrace.envs import make_env
-
-    spec = gym.registry.get(env_id)
-    if spec is None or isinstance(spec.entry_point, str) or spec.entry_point is None:
-        return False
-    env = make_env(env_id, **dict(env_kwargs or {}))
-    try:
-        return bool(getattr(env.unwrapped, "self_play", False))
-    finally:
-        env.close()
 
 
 def fixed_opponents(run) -> tuple[str, ...]:
