@@ -119,10 +119,13 @@ class NumpyMLPPolicy:
         self._eye = np.eye(self._num_actions, dtype=np.float32)  # one-hot rows, built once
         self._lstm = network.core is not None
         index = {id(v): i for i, v in enumerate(network.weights)}
-        self._leaves = None  # a nested observation: (categories or None, scale) per leaf
+        self._leaves = None  # a nested observation: (one-hot rows or None, scale) per leaf
         if _flat_nested(network):
-            encoders = network.torso.encoders
-            self._leaves = [(e.num_categories, np.float32(e.input_scale)) for e in encoders]
+            self._leaves = [
+                (None if e.num_categories is None else np.eye(e.num_categories, dtype=np.float32),
+                 np.float32(e.input_scale))
+                for e in network.torso.encoders
+            ]  # fmt: skip
             dense = network.torso.mlp.dense_layers
         else:
             dense = network.torso.dense_layers
@@ -183,10 +186,10 @@ class NumpyMLPPolicy:
         in ``tf.nest.flatten`` order, its ``action_mask`` left out, as the torso does."""
         leaves = tf.nest.flatten(action_masks.without_mask(obs))
         parts = []
-        for x, (categories, scale) in zip(leaves, self._leaves):
+        for x, (eye, scale) in zip(leaves, self._leaves):
             x = np.asarray(x)
-            if categories is not None:
-                parts.append(np.eye(categories, dtype=np.float32)[x.astype(np.int64)])
+            if eye is not None:  # a Discrete leaf's ids, one-hot
+                parts.append(eye[x.astype(np.int64)])
                 continue
             x = x.astype(np.float32).reshape(len(x), -1)
             parts.append(x * scale if scale != 1.0 else x)
