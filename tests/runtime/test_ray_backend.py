@@ -237,6 +237,26 @@ def test_a_private_ray_runs_its_workers_at_niceness_0(ray_session):
     assert ray.get(ray.remote(_niceness).remote(), timeout=120) == 0
 
 
+class _BlasProbe(ray_backend.HostProcess):
+    def blas_threads(self) -> list[int]:
+        import threadpoolctl
+
+        info = threadpoolctl.threadpool_info()
+        return sorted({i["num_threads"] for i in info if i["user_api"] == "blas"})
+
+
+def test_a_ray_host_acts_with_one_blas_thread(ray_session):
+    """A host started with OpenBLAS at 2 threads limits numpy's pool to one thread for its
+    life (utils/blas.py)."""
+    pytest.importorskip("threadpoolctl")
+    env = {"env_vars": {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}}
+    probe = ray.remote(_BlasProbe).options(runtime_env=env).remote()
+    try:
+        assert ray.get(probe.blas_threads.remote(), timeout=120) == [1]
+    finally:
+        ray.kill(probe)
+
+
 @requires_ray
 def test_ray_backend_needs_an_actor():
     with pytest.raises(ValueError, match="num_actors"):

@@ -8,8 +8,9 @@ times slower (docs/results/implementation_choices.md). The commands limit the po
 ``OPENBLAS_NUM_THREADS`` before numpy loads (``tfagents_vtrace/commands/__init__.py``);
 :func:`one_blas_thread` does the same for a run started from Python, where numpy is loaded
 already, through ``threadpoolctl`` (https://github.com/joblib/threadpoolctl), and gives the
-caller's pool back when the run ends. A thread count the user set in
-``OPENBLAS_NUM_THREADS`` is left as it is.
+caller's pool back when the run ends; a thread count the user set in
+``OPENBLAS_NUM_THREADS`` is left as it is there. A Ray actor host, a process of the run's
+own, keeps one thread for its life (:func:`limit_blas_threads`).
 """
 
 from __future__ import annotations
@@ -18,17 +19,29 @@ import contextlib
 import os
 
 
+def _limit():
+    """Sets the pool to one thread now; returns the limiter that restores it, or None
+    without ``threadpoolctl``."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; an install without it still runs
+        return None
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 @contextlib.contextmanager
 def one_blas_thread():
     """numpy's BLAS pool at one thread inside the ``with`` block, unless
     ``OPENBLAS_NUM_THREADS`` is set (module docstring)."""
-    if "OPENBLAS_NUM_THREADS" in os.environ:
-        yield
-        return
+    limiter = None if "OPENBLAS_NUM_THREADS" in os.environ else _limit()
     try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a dependency; an install without it still runs
         yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+    finally:
+        if limiter is not None:
+            limiter.restore_original_limits()
+
+
+def limit_blas_threads() -> None:
+    """numpy's BLAS pool at one thread from now on, whatever the environment says: for a
+    process of the run's own (a Ray actor host, which acts beside others on its node)."""
+    _limit()

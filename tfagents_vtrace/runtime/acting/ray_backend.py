@@ -95,7 +95,7 @@ from tfagents_vtrace.envs.failures import (
 from tfagents_vtrace.runtime.acting.actor import group_size, put_until_stopped
 from tfagents_vtrace.runtime.acting.frames import unpack_unroll
 from tfagents_vtrace.runtime.acting.step_budget import StepBudget
-from tfagents_vtrace.utils.blas import one_blas_thread
+from tfagents_vtrace.utils.blas import limit_blas_threads
 
 log = logging.getLogger(__name__)
 
@@ -333,7 +333,7 @@ class HostProcess:
         import tfagents_vtrace.envs  # noqa: F401 - registers the project's env ids
 
         register_specs(type(self).env_specs)
-        one_blas_thread().__enter__()  # for the host's life (utils/blas.py)
+        limit_blas_threads()  # for the host's life (utils/blas.py)
 
     def pid(self) -> int:
         """The process id (tests use it to tell actors apart and to probe liveness)."""
