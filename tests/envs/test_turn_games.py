@@ -129,3 +129,30 @@ def test_evaluations_count_wins_draws_and_losses_of_a_game():
     assert rates["win_rate"] == np.mean(np.asarray(returns) > 0)
     assert rates["loss_rate"] == np.mean(np.asarray(returns) < 0)
     assert outcome_rates(outcomes[:-1], 20) == {}  # not every episode reported one
+
+
+def test_is_self_play_makes_one_game_per_registration_and_kwargs():
+    """A run asks several times whether its game is played against 'self': the maker is
+    called once per registration and kwargs, and a new registration under the id is asked
+    again."""
+    import gymnasium as gym
+
+    from tfagents_vtrace.envs.turn_games import is_self_play
+
+    made = []
+
+    def game(opponent="self"):
+        made.append(opponent)
+        return TurnGame(connect_four_v3.env, opponent=opponent)
+
+    env_id = "user/test_turn_games.counted-v0"
+    gym.register(env_id, entry_point=game)
+    try:
+        assert [is_self_play(env_id) for _ in range(3)] == [True] * 3
+        assert not is_self_play(env_id, {"opponent": "random"})
+        assert made == ["self", "random"]
+        gym.registry.pop(env_id)
+        gym.register(env_id, entry_point=lambda: TurnGame(connect_four_v3.env))
+        assert not is_self_play(env_id) and made == ["self", "random"]
+    finally:
+        gym.registry.pop(env_id, None)

@@ -137,21 +137,30 @@ def has_snapshot_source() -> bool:
     return _SOURCE[0] is not None
 
 
+_SELF_PLAY: dict[tuple, tuple] = {}  # (env_id, kwargs) -> (entry point, is_self_play's answer)
+
+
 def is_self_play(env_id: str, env_kwargs: dict | None = None) -> bool:
     """Whether ``env_id`` is a turn-by-turn game played against ``opponent="self"``: one
-    environment is made to see, for an id whose entry point is a class or function (what
-    ``env=maker`` and ``--env=module:maker`` register); an id registered by a path string
-    (gymnasium's, ALE's, the project's) is none."""
+    environment is made to see, once per id, entry point and kwargs, for an id whose entry
+    point is a class or function (what ``env=maker`` and ``--env=module:maker`` register);
+    an id registered by a path string (gymnasium's, ALE's, the project's) is none."""
     from tfagents_vtrace.envs import make_env
 
     spec = gym.registry.get(env_id)
     if spec is None or isinstance(spec.entry_point, str) or spec.entry_point is None:
         return False
+    key = (env_id, repr(sorted((env_kwargs or {}).items())))
+    seen = _SELF_PLAY.get(key)
+    if seen is not None and seen[0] is spec.entry_point:  # the same registration
+        return seen[1]
     env = make_env(env_id, **dict(env_kwargs or {}))
     try:
-        return bool(getattr(env.unwrapped, "self_play", False))
+        answer = bool(getattr(env.unwrapped, "self_play", False))
     finally:
         env.close()
+    _SELF_PLAY[key] = (spec.entry_point, answer)
+    return answer
 
 
 def opponent_named(opponent: str | Opponent) -> Opponent:
