@@ -81,9 +81,11 @@ def test_cli_trains_groups_named_by_a_module_function_and_resumes_after_a_kill(t
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
     pattern = os.path.join(logdir, "checkpoints", "ckpt-*.index")
+    rows_file = os.path.join(logdir, "metrics.jsonl")
     try:
         deadline = time.time() + 300
-        while len(glob.glob(pattern)) < 2:  # one after the step-0 checkpoint
+        # a checkpoint after the step-0 one, and a row (rows come every log_every_s)
+        while len(glob.glob(pattern)) < 2 or not os.path.exists(rows_file):
             assert proc.poll() is None and time.time() < deadline, "no checkpoint written"
             time.sleep(0.1)
         time.sleep(0.5)
@@ -96,7 +98,7 @@ def test_cli_trains_groups_named_by_a_module_function_and_resumes_after_a_kill(t
     iterations = {group: int(reader.get_tensor(_ITERATIONS.format(group)))
                   for group in ("team_a", "team_b")}  # fmt: skip
     assert all(n > 0 for n in iterations.values()), iterations
-    before = [json.loads(line)["step"] for line in open(os.path.join(logdir, "metrics.jsonl"))]
+    before = [json.loads(line)["step"] for line in open(rows_file) if line.endswith("\n")]
     again = subprocess.run([*cmd, f"--total_steps={saved + 1024}"], capture_output=True,
                            text=True, cwd=ROOT, env=env, timeout=600)  # fmt: skip
     assert again.returncode == 0, again.stderr[-2000:]

@@ -132,11 +132,12 @@ def test_a_self_play_run_snapshots_evaluates_against_fixed_opponents_and_resumes
     pytest.importorskip("pettingzoo")
     pytest.importorskip("pygame")
     import tfagents_vtrace as tv
+    from tfagents_vtrace.runtime import actor_learner
     from tfagents_vtrace.runtime.acting.policies import NumpyMLPPolicy
 
-    sources = []
+    sources = []  # what the run's learner makes this process's snapshot source
     set_source = turn_games.set_snapshot_source
-    monkeypatch.setattr(turn_games, "set_snapshot_source",
+    monkeypatch.setattr(actor_learner, "set_snapshot_source",
                         lambda s: (sources.append(s), set_source(s)))  # fmt: skip
     logdir = str(tmp_path / "run")
     small = dict(num_envs=8, unroll_length=16, hidden_sizes=(16,), eval_episodes=4,
@@ -149,7 +150,7 @@ def test_a_self_play_run_snapshots_evaluates_against_fixed_opponents_and_resumes
         rates = [first[f"{prefix}{k}_rate"] for k in ("win", "draw", "loss")]
         assert sum(rates) == pytest.approx(1.0)
     # the opponents' moves, one game's at a time, in numpy (the board and its mask)
-    opponents = [p for s in sources if s is not None for p in s._policies.values()]
+    opponents = [p for s in sources for p in s._policies.values()]
     assert opponents and all(isinstance(p, NumpyMLPPolicy) for p in opponents)
     again = tv.train("impala", env=connect_four, logdir=logdir, total_steps=2048, **small)
     assert again["resumed"] and again["self_play_snapshots"] == 3

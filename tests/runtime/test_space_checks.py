@@ -11,13 +11,18 @@ from tfagents_vtrace.envs.failures import (
     InvalidAction,
     NonFiniteEnvOutput,
 )
-from tfagents_vtrace.networks import NetworkConfig, make_network
+from tfagents_vtrace.networks import NetInputs, NetworkConfig, make_network
 from tfagents_vtrace.runtime.acting.actor import Actor, ActorSpec
-from tfagents_vtrace.runtime.acting.policies import TFPolicy, make_policy, numpy_policy_class
+from tfagents_vtrace.runtime.acting.policies import (
+    NumpyMLPPolicy,
+    TFPolicy,
+    make_policy,
+    numpy_policy_class,
+)
 from tfagents_vtrace.runtime.acting.space_checks import check_actions, check_env_output
 
 register()
-NET = NetworkConfig(hidden_sizes=(8,))
+NET = NetworkConfig(hidden_sizes=(8,), policy_init_scale=1.0)
 
 
 def test_vector_actions_outside_the_space_stop_the_run():
@@ -51,9 +56,21 @@ def test_each_observation_leaf_is_checked():
     (gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.MultiBinary(2)),
 ])  # fmt: skip
 def test_the_tf_policy_acts_for_the_new_spaces(obs_space, act_space):
+    """ "auto" acts through TF for a Dict observation and for vector actions; "numpy" opts in
+    to a Dict observation of flattened leaves (image, box, Discrete), and refuses vector
+    actions in one line."""
     net = make_network(NET, obs_space, act_space)
     assert numpy_policy_class(net, "auto") is None
     assert isinstance(make_policy(net, "auto"), TFPolicy)
+    if isinstance(act_space, gym.spaces.Discrete):
+        policy = make_policy(net, "numpy")
+        assert isinstance(policy, NumpyMLPPolicy)
+        obs = {k: np.stack([s.sample() for _ in range(6)])
+               for k, s in obs_space.spaces.items()}  # fmt: skip
+        zeros = np.zeros(6, np.int32)
+        want = net(NetInputs(obs, np.ones(6, bool), zeros, np.zeros(6, np.float32)))
+        np.testing.assert_allclose(policy.logits(obs), want.policy["logits"].numpy(), atol=1e-5)
+        return
     with pytest.raises(ValueError, match="^policy_impl: 'numpy' needs"):
         make_policy(net, "numpy")
 
