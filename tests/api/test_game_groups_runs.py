@@ -3,13 +3,10 @@ different spaces (one leaving early) give two policies by default; agents of one
 one policy, or two through policy_for_agent. From Python and the command line; the run
 resumes; each group's exported policy plays with plain TensorFlow."""
 
-import glob
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +17,7 @@ pytest.importorskip("pettingzoo")
 
 import tfagents_vtrace as tv  # noqa: E402
 from tests import games  # noqa: E402
+from tests.run_kill import kill_after_a_checkpoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 _ITERATIONS = "{}__optimizer_variables/0/.ATTRIBUTES/VARIABLE_VALUE"  # the update count
@@ -80,24 +78,13 @@ def test_cli_trains_groups_named_by_a_module_function_and_resumes_after_a_kill(t
     proc = subprocess.Popen([*cmd, "--total_steps=100000000", "--checkpoint_every_s=0.2"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
-    pattern = os.path.join(logdir, "checkpoints", "ckpt-*.index")
-    rows_file = os.path.join(logdir, "metrics.jsonl")
-    try:
-        deadline = time.time() + 300
-        # a checkpoint after the step-0 one, and a row (rows come every log_every_s)
-        while len(glob.glob(pattern)) < 2 or not os.path.exists(rows_file):
-            assert proc.poll() is None and time.time() < deadline, "no checkpoint written"
-            time.sleep(0.1)
-        time.sleep(0.5)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    saved = max(int(os.path.basename(p)[5:-6]) for p in glob.glob(pattern))
+    saved = kill_after_a_checkpoint(proc, logdir)
     assert saved > 0
     reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(f"{logdir}/checkpoints"))
     iterations = {group: int(reader.get_tensor(_ITERATIONS.format(group)))
                   for group in ("team_a", "team_b")}  # fmt: skip
     assert all(n > 0 for n in iterations.values()), iterations
+    rows_file = os.path.join(logdir, "metrics.jsonl")
     before = [json.loads(line)["step"] for line in open(rows_file) if line.endswith("\n")]
     again = subprocess.run([*cmd, f"--total_steps={saved + 1024}"], capture_output=True,
                            text=True, cwd=ROOT, env=env, timeout=600)  # fmt: skip
@@ -105,7 +92,7 @@ def test_cli_trains_groups_named_by_a_module_function_and_resumes_after_a_kill(t
     final = json.load(open(os.path.join(logdir, "final.json")))
     assert final["resumed"] and final["step"] == saved + 1024
     assert sorted(os.listdir(os.path.join(logdir, "policy"))) == ["team_a", "team_b"]
-    rows = [json.loads(line) for line in open(os.path.join(logdir, "metrics.jsonl"))]
+    rows = [json.loads(line) for line in open(rows_file)]
     steps = [row["step"] for row in rows]
     assert [s for s in before if s <= saved] == [s for s in steps if s <= saved]
     assert all(a < b for a, b in zip(steps, steps[1:]))

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tests.run_kill import kill_after_a_checkpoint
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMALL = ["--env=CartPole-v1", "--num_envs=8", "--unroll_length=8", "--hidden_sizes=16",
          "--eval_episodes=2", "--log_every_s=0.05"]  # fmt: skip
@@ -53,18 +55,8 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path):
         _train_cmd(logdir, "--total_steps=100000000", "--checkpoint_every_s=0.2", "--noexport"),
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    try:
-        deadline = time.time() + 120
-        # A checkpoint after the step-0 one (written before training starts).
-        while len(glob.glob(os.path.join(logdir, "checkpoints", "ckpt-*.index"))) < 2:
-            assert proc.poll() is None and time.time() < deadline, "no checkpoint written"
-            time.sleep(0.1)
-        time.sleep(0.5)  # let it run past the first checkpoint
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    checkpoints = glob.glob(os.path.join(logdir, "checkpoints", "ckpt-*.index"))
-    saved = max(int(os.path.basename(p)[5:-6]) for p in checkpoints)
+    # a checkpoint after the step-0 one (written before training starts)
+    saved = kill_after_a_checkpoint(proc, logdir, timeout_s=120)
     before = [r["step"] for r in _rows(logdir)]
     target = saved + 1024
     out = subprocess.run(
