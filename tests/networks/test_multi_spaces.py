@@ -159,6 +159,25 @@ def test_multi_input_torso_encodes_each_key():
     np.testing.assert_array_equal(codes[:, 75:79], [[1, 0, 0, 0], [0, 0, 0, 1]])  # one-hot
 
 
+def test_a_named_conv_torso_encodes_board_planes_of_any_dtype():
+    """A rank-3 Box leaf that is no uint8 image (a board game's int8 planes, float maps) goes
+    through the conv torso the config names, as a plain rank-3 observation does; "auto" and
+    the MLP flatten it."""
+    board = gym.spaces.Dict({
+        "observation": gym.spaces.Box(0, 1, (6, 7, 2), np.int8),
+        "heat": gym.spaces.Box(0.0, 1.0, (4, 4, 1), np.float32),
+        "action_mask": gym.spaces.Box(0, 1, (7,), np.int8),
+    })  # fmt: skip
+    net = make_network(NetworkConfig(torso="minatar_cnn", hidden_sizes=(8,)), board,
+                       DISCRETE.__class__(7))  # fmt: skip
+    assert [type(e).__name__ for e in net.torso.encoders] == ["MinAtarCNN", "MinAtarCNN"]
+    assert net.unroll(net.dummy_inputs(2, 3), ()).value.shape == (3, 2)
+    for torso in ("auto", "mlp"):
+        flat = make_network(NetworkConfig(torso=torso, hidden_sizes=(8,)), board,
+                            DISCRETE.__class__(7))  # fmt: skip
+        assert [type(e).__name__ for e in flat.torso.encoders] == ["MLPTorso", "MLPTorso"]
+
+
 def test_nested_observation_specs_and_errors():
     net = make_network(NetworkConfig(hidden_sizes=(8,)), DICT, DISCRETE)
     spec = net.observation_spec

@@ -129,6 +129,50 @@ def test_numpy_policy_on_a_masked_dict_observation_matches_the_network(rng):
         assert allowed[np.arange(n), action].all()
 
 
+@pytest.mark.parametrize("torso", ["minatar_cnn", "small_atari_cnn"])
+def test_numpy_policy_on_a_dict_with_a_conv_encoded_board_matches_the_network(torso, rng):
+    """A Dict of an int8 board (conv-encoded when the config names a conv torso; the small
+    board takes the grid CNN), a uint8 image, a float vector and an action mask: numpy's
+    masked logits equal the network's, before and after new weights."""
+    space = gym.spaces.Dict(
+        {
+            "board": gym.spaces.Box(0, 1, (6, 7, 2), np.int8),
+            "image": gym.spaces.Box(0, 255, (5, 5, 3), np.uint8),
+            "pos": gym.spaces.Box(-1.0, 1.0, (3,), np.float32),
+            "action_mask": gym.spaces.Box(0, 1, (7,), np.int8),
+        }
+    )
+    tf.keras.utils.set_random_seed(0)
+    cfg = NetworkConfig(torso=torso, hidden_sizes=(16,), cnn_dense_size=8, policy_init_scale=1.0,
+                        cnn_init="orthogonal", cnn_compute_dtype="float32")  # fmt: skip
+    net = make_network(cfg, space, gym.spaces.Discrete(7))
+    kinds = [type(e).__name__ for e in net.torso.encoders]  # sorted keys: board, image, pos
+    assert kinds == ["MinAtarCNN", "MinAtarCNN", "MLPTorso"]
+    policy = make_policy(net, "numpy", seed=1)
+    assert isinstance(policy, NumpyMLPPolicy)
+    n = 32
+    mask = rng.integers(0, 2, size=(n, 7)).astype(np.int8)
+    mask[:, 0] = 1
+    obs = {
+        "board": rng.integers(0, 2, size=(n, 6, 7, 2)).astype(np.int8),
+        "image": rng.integers(0, 256, size=(n, 5, 5, 3)).astype(np.uint8),
+        "pos": rng.uniform(-1, 1, size=(n, 3)).astype(np.float32),
+        "action_mask": mask,
+    }
+    zeros = np.zeros(n, np.int32)
+    allowed = mask > 0
+    for scale in (1.0, 0.5):
+        weights = [w * scale if w.ndim == 4 else w for w in net.get_weights()]
+        net.set_weights(weights)
+        policy.set_weights(weights)
+        want = net(NetInputs(obs, np.ones(n, bool), zeros, np.zeros(n, np.float32)))
+        want = want.policy["logits"].numpy()
+        got = policy.logits(obs)
+        np.testing.assert_allclose(got[allowed], want[allowed], rtol=1e-4, atol=1e-4)
+        assert (got[~allowed] < -1e8).all()
+        assert np.std(want[allowed]) > 1e-2
+
+
 def test_a_run_acts_with_one_blas_thread_and_gives_the_pool_back(tmp_path, monkeypatch):
     """From Python (no OPENBLAS_NUM_THREADS set), numpy's BLAS pool is limited to one thread
     while a run trains (utils/blas.py) and is the caller's again after it."""

@@ -7,9 +7,10 @@ arrays, one leaf per sub-space, time-major ``[T, B, ...]`` per leaf. Each leaf i
 its own and concatenates the codes, the pattern of Stable-Baselines3's ``CombinedExtractor``
 (https://github.com/DLR-RM/stable-baselines3, ``common/torch_layers.py``):
 
-* an image leaf (uint8 ``Box`` of rank 3, ``[H, W, C]``) goes through a conv torso of its
-  own, the one ``NetworkConfig.torso`` names (:func:`conv_torso`), or is flattened when the
-  configured torso is the MLP;
+* a grid leaf (a ``Box`` of rank 3, ``[H, W, C]``: a uint8 image, or a board's planes of
+  any dtype) goes through a conv torso of its own, the one ``NetworkConfig.torso`` names
+  (:func:`conv_torso`), as a plain rank-3 observation does; it is flattened when the
+  configured torso is the MLP. ``torso="auto"`` picks a conv torso for uint8 images only;
 * a ``Discrete`` leaf is one-hot encoded, any other ``Box`` leaf flattened (uint8 scaled as
   :func:`~tfagents_vtrace.networks.torsos.input_scale_for` says);
 
@@ -43,7 +44,13 @@ def is_nested(space) -> bool:
 
 def is_image(space) -> bool:
     """A uint8 ``Box`` of rank 3 (``[H, W, C]``)."""
-    return isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
+    return is_grid(space) and space.dtype == np.uint8
+
+
+def is_grid(space) -> bool:
+    """A ``Box`` of rank 3 (``[H, W, C]``) of any dtype: an image, or a board game's planes
+    (Connect Four's ``int8`` ``6x7x2``). A conv torso the config names encodes it."""
+    return isinstance(space, gym.spaces.Box) and len(space.shape) == 3
 
 
 def space_nest(space, where: str = "observation_space", top: bool = True):
@@ -214,9 +221,11 @@ class MultiInputTorso(keras.layers.Layer):
 
     Args:
       observation_space: the ``Dict`` / ``Tuple`` space.
-      config: its ``torso`` picks the image encoders, ``activation`` the dense layers'.
+      config: its ``torso`` picks the grid leaves' encoders, ``activation`` the dense
+        layers'.
       hidden_sizes: the dense layers after the concatenation.
-      use_conv: encode image leaves with conv torsos (False: flatten them, as the MLP does).
+      use_conv: encode grid leaves (:func:`is_grid`) with conv torsos (False: flatten them,
+        as the MLP does).
     Gradients flow into every weight (not the observation).
     """
 
@@ -235,7 +244,7 @@ class MultiInputTorso(keras.layers.Layer):
         self.encoders = []
         for space in tf.nest.flatten(self.structure):
             scale = 1.0 if isinstance(space, gym.spaces.Discrete) else torsos.input_scale_for(space)
-            encoder = conv_torso(config, space.shape, scale) if conv and is_image(space) else None
+            encoder = conv_torso(config, space.shape, scale) if conv and is_grid(space) else None
             if encoder is None:  # flatten (one-hot for Discrete)
                 cats = int(space.n) if isinstance(space, gym.spaces.Discrete) else None
                 encoder = torsos.MLPTorso((), config.mlp_activation, cats, scale)

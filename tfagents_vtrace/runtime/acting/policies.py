@@ -13,8 +13,9 @@ policy on many environments at once. Two implementations share one interface:
   than the compiled TF step at CartPole sizes (docs/results/implementation_choices.md). It
   reads the weights of the network's own layers; tests compare it with the TF network.
   Opt-in (``policy_impl="numpy"``), it also acts for a ``Dict`` / ``Tuple`` observation
-  whose every leaf the multi-input torso flattens (or one-hot encodes), an ``action_mask``
-  entry applied to the logits as the network applies it: a board game's few numbers.
+  whose every leaf the multi-input torso flattens (or one-hot encodes) or encodes with a
+  valid-relu conv torso (a board's planes), an ``action_mask`` entry applied to the logits
+  as the network applies it: a board game's few numbers.
 
 :class:`FastestPolicy` (``policy_impl="fastest"``) holds several of them for one
 feed-forward network (numpy where it applies, the compiled TF step, the same under XLA): its
@@ -39,7 +40,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tfagents_vtrace.networks import NetInputs, action_masks, normalization
+from tfagents_vtrace.networks import NetInputs, action_masks, normalization, torsos
 from tfagents_vtrace.runtime.config import POLICY_IMPLS
 
 _NP_ACTIVATIONS = {
@@ -119,17 +120,26 @@ class NumpyMLPPolicy:
         self._eye = np.eye(self._num_actions, dtype=np.float32)  # one-hot rows, built once
         self._lstm = network.core is not None
         index = {id(v): i for i, v in enumerate(network.weights)}
-        self._leaves = None  # a nested observation: (one-hot rows or None, scale) per leaf
-        if _flat_nested(network):
-            self._leaves = [
-                (None if e.num_categories is None else np.eye(e.num_categories, dtype=np.float32),
-                 np.float32(e.input_scale))
-                for e in network.torso.encoders
-            ]  # fmt: skip
+        # A nested observation: per leaf, (one-hot rows or None, scale) when flattened, or
+        # (conv strides, scale) when a conv encoder takes it (its weights first in _w).
+        self._leaves = None
+        variables = []
+        if _numpy_nested(network):
+            self._leaves = []
+            for e in network.torso.encoders:
+                if isinstance(e, torsos.ConvTorso):
+                    self._leaves.append(([int(c.strides[0]) for c in e.convs],
+                                         np.float32(e.input_scale or 1.0)))  # fmt: skip
+                    variables += [v for c in e.convs for v in (c.kernel, c.bias)]
+                    variables += [e.dense.kernel, e.dense.bias]
+                    continue
+                eye = None if e.num_categories is None else np.eye(e.num_categories, dtype=np.float32)
+                self._leaves.append((eye, np.float32(e.input_scale)))
             dense = network.torso.mlp.dense_layers
         else:
             dense = network.torso.dense_layers
-        variables = [v for d in dense for v in (d.kernel, d.bias)]
+        self._num_encoder_weights = len(variables)
+        variables += [v for d in dense for v in (d.kernel, d.bias)]
         if self._lstm:
             cell = network.core.cell
             variables += [cell.kernel, cell.recurrent_kernel, cell.bias]
@@ -146,9 +156,10 @@ class NumpyMLPPolicy:
 
     @staticmethod
     def supports(network, nested: bool = False) -> bool:
-        """True for an MLP torso, categorical head, float or uint8 Box observations (with
-        ``nested``: or a ``Dict`` / ``Tuple`` one of flattened leaves, module docstring), no
-        Q head, and either no core or an LSTM core without the time-step input."""
+        """True for an MLP torso on float or uint8 Box observations (with ``nested``: or a
+        ``Dict`` / ``Tuple`` one of flattened or valid-relu conv-encoded leaves, module
+        docstring), a categorical head, no Q head, and either no core or an LSTM core
+        without the time-step input."""
         cfg = getattr(network, "config", None)
         core = getattr(network, "core", None)
         plain = _plain_observation(network) and network.observation_spec.dtype in (
@@ -157,13 +168,12 @@ class NumpyMLPPolicy:
         )
         return bool(
             cfg is not None
-            and cfg.torso == "mlp"
             and cfg.core in (None, "lstm")
             and not (cfg.core == "lstm" and (cfg.use_time_step or core is None))
             and cfg.q_head is None
             and getattr(network, "policy_kind", None) == "categorical"
             and getattr(network, "obs_categories", None) is None
-            and (plain or (nested and _flat_nested(network)))
+            and ((plain and cfg.torso == "mlp") or (nested and _numpy_nested(network)))
             and cfg.mlp_activation in _NP_ACTIVATIONS
         )
 
@@ -175,21 +185,37 @@ class NumpyMLPPolicy:
         return (zeros, zeros.copy())
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
-        """Loads weights in ``network.get_weights()`` order."""
-        self._w = [np.asarray(weights[i], np.float32) for i in self._index]
+        """Loads weights in ``network.get_weights()`` order (a conv encoder's kernels
+        flattened to matrices, :func:`_conv_matrices`)."""
+        w = [np.asarray(weights[i], np.float32) for i in self._index]
+        n_enc = self._num_encoder_weights
+        encoders, self._w = w[:n_enc], w[n_enc:]
+        self._encoder_w = []
+        for leaf in self._leaves or ():
+            if isinstance(leaf[0], list):  # a conv encoder's convs, then its dense layer
+                n = 2 * len(leaf[0])
+                self._encoder_w.append((_conv_matrices(encoders[:n]), encoders[n : n + 2]))
+                encoders = encoders[n + 2 :]
+            else:
+                self._encoder_w.append(None)
         if self._norm_index:  # the observation's running mean and 1/std, as the network's
             mean, var = (np.asarray(weights[i], np.float32) for i in self._norm_index)
             self._norm = (mean, 1.0 / np.sqrt(var + np.float32(normalization.EPSILON)))
 
     def _flattened(self, obs) -> np.ndarray:
-        """``[B, F]``: a nested observation's leaves flattened (or one-hot) and concatenated
-        in ``tf.nest.flatten`` order, its ``action_mask`` left out, as the torso does."""
+        """``[B, F]``: a nested observation's leaves encoded (flattened, one-hot, or through
+        their conv encoder) and concatenated in ``tf.nest.flatten`` order, its
+        ``action_mask`` left out, as the torso does."""
         leaves = tf.nest.flatten(action_masks.without_mask(obs))
         parts = []
-        for x, (eye, scale) in zip(leaves, self._leaves):
+        for x, (how, scale), conv in zip(leaves, self._leaves, self._encoder_w):
             x = np.asarray(x)
-            if eye is not None:  # a Discrete leaf's ids, one-hot
-                parts.append(eye[x.astype(np.int64)])
+            if conv is not None:  # a grid leaf's conv encoder
+                x = x.astype(np.float32) * scale if scale != 1.0 else x.astype(np.float32)
+                parts.append(_conv_features(x, conv[0], how, conv[1]))
+                continue
+            if how is not None:  # a Discrete leaf's ids, one-hot
+                parts.append(how[x.astype(np.int64)])
                 continue
             x = x.astype(np.float32).reshape(len(x), -1)
             parts.append(x * scale if scale != 1.0 else x)
@@ -314,10 +340,7 @@ class NumpyConvPolicy:
         ``[k * k * C_in, C_out]`` matrices here, once per weight update)."""
         w = [np.asarray(weights[i], np.float32) for i in self._index]
         n = len(self._strides)
-        self._convs = [
-            (w[2 * k].shape[0], w[2 * k].reshape(-1, w[2 * k].shape[-1]), w[2 * k + 1])
-            for k in range(n)
-        ]
+        self._convs = _conv_matrices(w[: 2 * n])
         self._dense = w[2 * n : 2 * n + 2]
         self._head = w[2 * n + 2 : 2 * n + 4]
 
@@ -326,17 +349,7 @@ class NumpyConvPolicy:
         x = np.asarray(obs, np.float32)
         if self._input_scale != 1.0:  # 1/255 for uint8 images, as the network does
             x = x * self._input_scale
-        for (k, kernel, bias), s in zip(self._convs, self._strides):
-            b, h, w_, c = x.shape
-            ho, wo = (h - k) // s + 1, (w_ - k) // s + 1
-            # [B, Ho, Wo, k, k, C] windows (kernel layout [k, k, C_in, C_out]), copied once
-            sb, sh, sw, sc = x.strides
-            win = np.lib.stride_tricks.as_strided(
-                x, (b, ho, wo, k, k, c), (sb, sh * s, sw * s, sh, sw, sc), writeable=False
-            )
-            x = np.maximum(win.reshape(b * ho * wo, -1) @ kernel + bias, 0.0)
-            x = x.reshape(b, ho, wo, -1)
-        x = np.maximum(x.reshape(len(x), -1) @ self._dense[0] + self._dense[1], 0.0)
+        x = _conv_features(x, self._convs, self._strides, self._dense)
         return x @ self._head[0] + self._head[1]
 
     def step(self, obs, first, prev_action, prev_reward, state):
@@ -445,18 +458,48 @@ def _plain_observation(network) -> bool:
     return isinstance(network.observation_spec, tf.TensorSpec)
 
 
-def _flat_nested(network) -> bool:
+def _numpy_nested(network) -> bool:
     """A ``Dict`` / ``Tuple`` observation whose multi-input torso flattens (or one-hot
-    encodes) every leaf, with no running normalisation of them."""
+    encodes) every leaf, or encodes it with a conv torso of :attr:`NumpyConvPolicy.TORSOS`'
+    kind (valid relu convolutions, a relu dense layer), with no running normalisation."""
     from tfagents_vtrace.networks.multi_input import MultiInputTorso
-    from tfagents_vtrace.networks.torsos import MLPTorso
 
     torso = getattr(network, "torso", None)
+    numpy_conv = (torsos.NatureCNN, torsos.SmallAtariCNN, torsos.MinAtarCNN)
     return (
         isinstance(torso, MultiInputTorso)
-        and all(isinstance(e, MLPTorso) and not e.dense_layers for e in torso.encoders)
+        and all(
+            (isinstance(e, torsos.MLPTorso) and not e.dense_layers)
+            or (isinstance(e, numpy_conv) and e.dense is not None)
+            for e in torso.encoders
+        )
         and not getattr(network, "observation_normalizers", {})
     )
+
+
+def _conv_matrices(weights: list[np.ndarray]) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``(k, [k * k * C_in, C_out] kernel, bias)`` per conv of ``weights`` (kernel, bias,
+    kernel, bias, ... in Keras's ``[k, k, C_in, C_out]`` layout)."""
+    return [
+        (weights[i].shape[0], weights[i].reshape(-1, weights[i].shape[-1]), weights[i + 1])
+        for i in range(0, len(weights), 2)
+    ]
+
+
+def _conv_features(x: np.ndarray, convs, strides, dense) -> np.ndarray:
+    """``[B, D]`` of float32 ``[B, H, W, C]`` images: valid relu convolutions (each an
+    im2col matmul over strided windows), flatten, relu dense ``(kernel, bias)``."""
+    for (k, kernel, bias), s in zip(convs, strides):
+        b, h, w, c = x.shape
+        ho, wo = (h - k) // s + 1, (w - k) // s + 1
+        # [B, Ho, Wo, k, k, C] windows (kernel layout [k, k, C_in, C_out]), copied once
+        sb, sh, sw, sc = x.strides
+        win = np.lib.stride_tricks.as_strided(
+            x, (b, ho, wo, k, k, c), (sb, sh * s, sw * s, sh, sw, sc), writeable=False
+        )
+        x = np.maximum(win.reshape(b * ho * wo, -1) @ kernel + bias, 0.0)
+        x = x.reshape(b, ho, wo, -1)
+    return np.maximum(x.reshape(len(x), -1) @ dense[0] + dense[1], 0.0)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
