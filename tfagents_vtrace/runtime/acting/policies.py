@@ -133,7 +133,8 @@ class NumpyMLPPolicy:
                     variables += [v for c in e.convs for v in (c.kernel, c.bias)]
                     variables += [e.dense.kernel, e.dense.bias]
                     continue
-                eye = None if e.num_categories is None else np.eye(e.num_categories, dtype=np.float32)
+                cats = e.num_categories
+                eye = None if cats is None else np.eye(cats, dtype=np.float32)
                 self._leaves.append((eye, np.float32(e.input_scale)))
             dense = network.torso.mlp.dense_layers
         else:
