@@ -1,0 +1,57 @@
+"""The shipped configs' game makers (:mod:`tfagents_vtrace.envs.games`): what they make, the
+configs that name them, and the one-line error naming the extra when a package is missing."""
+
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import tfagents_vtrace as tv
+from tfagents_vtrace.envs import games, turn_games
+
+
+def test_connect_four_is_one_seat_of_the_game_against_the_named_opponent():
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("pygame")
+    env = games.connect_four(opponent="random")
+    assert isinstance(env, turn_games.TurnGame) and not env.self_play
+    assert env.observation_space["observation"].shape == (6, 7, 2)
+    assert env.action_space == gym.spaces.Discrete(7)
+    obs, _ = env.reset(seed=0)
+    done, moves = False, 0
+    while not done:
+        action = int(np.flatnonzero(obs["action_mask"])[0])
+        obs, reward, terminated, truncated, _ = env.step(action)
+        done, moves = terminated or truncated, moves + 1
+    assert reward in (-1.0, 0.0, 1.0) and 4 <= moves <= 21
+    assert games.connect_four().self_play  # self-play by default
+
+
+def test_simple_spread_is_three_agents_of_mpe2():
+    pytest.importorskip("mpe2")
+    game = games.simple_spread()
+    assert game.possible_agents == ["agent_0", "agent_1", "agent_2"]
+    assert game.action_space("agent_0") == gym.spaces.Discrete(5)
+    assert len(games.simple_spread(N=2).possible_agents) == 2
+
+
+@pytest.mark.parametrize(
+    "maker,module,extra",
+    [
+        (games.connect_four, "pettingzoo.classic.connect_four_v3", "pettingzoo"),
+        (games.simple_spread, "mpe2.simple_spread_v3", "mpe"),
+    ],
+)
+def test_a_missing_package_is_one_line_naming_the_extra(maker, module, extra, monkeypatch):
+    monkeypatch.setitem(sys.modules, module, None)  # import raises ModuleNotFoundError
+    with pytest.raises(ImportError) as raised:
+        maker()
+    message = str(raised.value)
+    assert "\n" not in message and f"tfagents_vtrace[{extra}]" in message, message
+
+
+@pytest.mark.parametrize("name", ["impala_connect_four", "impala_simple_spread"])
+def test_the_game_configs_name_the_makers(name):
+    configs = tv.make_configs(flagfile=name)
+    assert configs.run_config.env_id.startswith("user/tfagents_vtrace.envs.games.")
