@@ -296,3 +296,42 @@ def test_ray_actors_play_a_game_of_the_users_own(tmp_path, ray_session, pools):
     assert final["episodes"] > 0 and set(_rows(str(tmp_path))[-1]) >= {"episode_length"}
     (pool,) = pools
     assert pool.error is None
+
+
+def test_ray_actors_play_the_snapshots_of_a_self_play_run(tmp_path, ray_session, pools):
+    """Self-play on Ray: each actor's process holds a copy of the run's snapshot pool, built
+    with the pool of the start (step 0) and brought up to date by version as the learner
+    adds snapshots; the run trains, evaluates against both fixed opponents and resumes."""
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("pygame")
+    import tfagents_vtrace as tv
+    from tests.runtime.test_self_play import connect_four
+
+    seen = []  # each row: the snapshot steps every Ray actor's pool holds
+
+    def probe(row):
+        try:
+            seen.append([ray.get(h.snapshot_steps.remote(), timeout=60)
+                         for h in pools[-1].handles])  # fmt: skip
+        except ray.exceptions.RayActorError:  # the final row: the actors have ended
+            pass
+
+    logdir = str(tmp_path / "run")
+    kw = dict(num_envs=8, unroll_length=16, hidden_sizes=(16,), eval_episodes=2,
+              eval_every=10**6, self_play_every=256, self_play_pool=3, self_play_fixed=0.5,
+              backend="ray", num_actors=2, log_every_s=0.05, verbose=0, export=False,
+              callbacks=[probe])  # fmt: skip
+    final = tv.train("impala", env=connect_four, logdir=logdir, total_steps=2048, **kw)
+    assert final["self_play_snapshots"] == 3 and "eval_oldest_win_rate" in final
+    assert seen and all(len(actors) == 2 for actors in seen)
+    first = seen[0][0]
+    assert first[0] == 0 and len(first) <= 3  # the pool of the start
+    newest = max(max(steps) for actors in seen for steps in actors)
+    assert newest >= 1024, seen  # later snapshots reached the actors' processes
+    assert all(steps[0] == 0 and len(steps) <= 3 for actors in seen for steps in actors)
+    rows = len(seen)
+    again = tv.train("impala", env=connect_four, logdir=logdir, total_steps=3072, **kw)
+    assert again["resumed"] and again["step"] >= 3072 and len(seen) > rows
+    resumed = seen[rows]  # the restored pool: step 0 and the newest of the first run
+    assert all(steps[0] == 0 and steps[-1] >= 1024 for steps in resumed), resumed
+    assert pools[-1].error is None

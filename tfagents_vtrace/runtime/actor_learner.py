@@ -28,10 +28,12 @@ from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls, unroll_
 from tfagents_vtrace.runtime.config import stream_seed
 from tfagents_vtrace.runtime.run_agent import NetworkAgent, update_statistics
 from tfagents_vtrace.runtime.self_play import (
+    SelfPlaySpec,
     SnapshotOpponents,
     SnapshotPool,
     fixed_opponents,
     is_self_play,
+    snapshot_policies,
 )
 
 
@@ -93,33 +95,26 @@ class ActorLearner(NetworkAgent):
 
     def _snapshot_opponents(self, counters) -> None:
         """Self-play: the pool's first snapshot (a new run's step 0), the opponents of this
-        process's games, and the step of the next snapshot."""
+        process's games (the actor threads', the evaluations'), and the step of the next
+        snapshot."""
         if len(self.pool) == 0:
             self.pool.add(counters.env_steps, self.learner.get_weights())
         last = int(self.pool.steps.numpy().max())
         self._next_snapshot = last + self.run_config.self_play_every
-
-        def opponent_policy(weights):
-            from tfagents_vtrace.runtime.acting.policies import make_policy, numpy_policy_class
-
-            # One game's move per call: numpy where it applies (a board's flat leaves and
-            # mask), not a TF call's fixed cost per move.
-            network = self.build_network()
-            impl = "numpy" if numpy_policy_class(network, "numpy") is not None else "auto"
-            policy = make_policy(network, impl, greedy=False)
-            policy.set_weights(weights)
-            return policy
-
         run = self.run_config
         fixed = fixed_opponents(run) if run.self_play_fixed else ()
         set_snapshot_source(
-            SnapshotOpponents(self.pool, opponent_policy, run.self_play_fixed, fixed)
+            SnapshotOpponents(
+                self.pool, snapshot_policies(self.build_network), run.self_play_fixed, fixed
+            )
         )
 
     def start(self, counters) -> None:
         run, self.counters = self.run_config, counters
+        snapshots = None  # self-play: what Ray actors' processes play (runtime/self_play.py)
         if self.pool is not None:
             self._snapshot_opponents(counters)
+            snapshots = (SelfPlaySpec.from_run(run, self.pool), self.pool)
         spec = self.actor_spec(run.unroll_length, counters.updates, self.seed_offset)
         self.source = unroll_source(
             run,
@@ -128,6 +123,7 @@ class ActorLearner(NetworkAgent):
             self.env_factory,
             start=counters.updates,
             counters=counters,
+            snapshots=snapshots,
         )
         self.times = TimeShares(0 if self.source.inline else run.num_actors)
         self.source.start(counters.updates, self.learner.get_weights())

@@ -18,8 +18,11 @@ teaches blocking a row).
 The pool is model state: its snapshots are variables of a ``tf.Module`` in every checkpoint,
 so a resumed run plays against the same past. The snapshots reach the games through
 :class:`SnapshotOpponents`, this process's
-:class:`~tfagents_vtrace.envs.turn_games.SnapshotSource` while the run trains: the actors
-play in this process (threads), so Ray actors are refused.
+:class:`~tfagents_vtrace.envs.turn_games.SnapshotSource` while the run trains. Ray actors
+play in processes of their own: each holds a copy of the pool (:func:`serve_snapshots`,
+from :class:`SelfPlaySpec` and the pool's :meth:`SnapshotPool.state`), which the Ray pool
+replaces by version when the learner has added a snapshot, as it sends weights
+(:mod:`~tfagents_vtrace.runtime.acting.ray_backend`).
 
 Evaluations play the greedy policy against fixed opponents instead of the pool
 (:class:`MatchEvaluator`): ``random`` (the row's ``eval_return`` and ``eval_win_rate``) and
@@ -29,6 +32,7 @@ game maker that takes ``opponent=``.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -54,6 +58,9 @@ class SnapshotPool(tf.Module):
                                  trainable=False, name="steps")  # fmt: skip
         self.held = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="held")
         self.newest = tf.Variable(tf.constant(-1, tf.int64), trainable=False, name="newest")
+        self.version = 0
+        """Counts the changes :meth:`add` and :meth:`load` made (not a checkpoint's restore,
+        which comes before a run's first version is read)."""
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -74,7 +81,21 @@ class SnapshotPool(tf.Module):
             self.steps[slot].assign(int(step))
             self.held.assign(min(held + 1, self.size))
             self.newest.assign(slot)
+            self.version += 1
         return slot
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The pool's contents as numpy arrays (what :meth:`load` takes)."""
+        with self._lock:
+            return {"flat": self.flat.numpy(), "steps": self.steps.numpy(),
+                    "held": self.held.numpy(), "newest": self.newest.numpy()}  # fmt: skip
+
+    def load(self, state: dict[str, np.ndarray]) -> None:
+        """Replaces the pool's contents with ``state`` (another pool's :meth:`state`)."""
+        with self._lock:
+            for name in ("flat", "steps", "held", "newest"):
+                getattr(self, name).assign(state[name])
+            self.version += 1
 
     def draw(self, rng: np.random.Generator) -> int:
         """A held slot: the newest with probability ``latest``, else one uniformly."""
@@ -142,6 +163,53 @@ class SnapshotOpponents(turn_games.SnapshotSource):
         return self._opponent(0)
 
 
+@dataclasses.dataclass(frozen=True)
+class SelfPlaySpec:
+    """A run's self-play settings, picklable: what a Ray actor process needs to play the
+    run's snapshots (:func:`serve_snapshots`)."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    size: int
+    latest: float
+    fixed: float = 0.0
+    fixed_opponents: tuple[str, ...] = ()
+
+    @classmethod
+    def from_run(cls, run, pool: SnapshotPool) -> SelfPlaySpec:
+        fixed = fixed_opponents(run) if run.self_play_fixed else ()
+        return cls(tuple(pool.shapes), pool.size, pool.latest, float(run.self_play_fixed), fixed)
+
+
+def snapshot_policies(build_network):
+    """``weights -> policy``: a sampling policy of a network from ``build_network()`` with
+    ``weights``, acting one game's move per call: in numpy where it applies (a board's
+    leaves and mask), not a TF call's fixed cost per move."""
+
+    def make_policy(weights):
+        from tfagents_vtrace.runtime.acting.policies import make_policy, numpy_policy_class
+
+        network = build_network()
+        impl = "numpy" if numpy_policy_class(network, "numpy") is not None else "auto"
+        policy = make_policy(network, impl, greedy=False)
+        policy.set_weights(weights)
+        return policy
+
+    return make_policy
+
+
+def serve_snapshots(spec: SelfPlaySpec, state: dict, build_network) -> SnapshotPool:
+    """In a Ray actor's process: a pool holding ``state`` (the learner's
+    :meth:`SnapshotPool.state`) whose snapshots this process's games play
+    (:func:`~tfagents_vtrace.envs.turn_games.set_snapshot_source`); :meth:`SnapshotPool.load`
+    brings it up to date."""
+    pool = SnapshotPool(list(spec.shapes), spec.size, spec.latest)
+    pool.load(state)
+    turn_games.set_snapshot_source(
+        SnapshotOpponents(pool, snapshot_policies(build_network), spec.fixed, spec.fixed_opponents)
+    )
+    return pool
+
+
 def fixed_opponents(run) -> tuple[str, ...]:
     """``run.self_play_fixed_opponents``'s names.
 
@@ -159,17 +227,12 @@ def fixed_opponents(run) -> tuple[str, ...]:
 
 
 def check_self_play_run(run) -> None:
-    """Raises ``ValueError`` naming the setting unless a self-play run can train: thread
-    actors (not Ray), fixed opponents that exist, and a maker that takes ``opponent=`` (its
-    evaluations play fixed opponents). Nothing for a game without self-play."""
+    """Raises ``ValueError`` naming the setting unless a self-play run can train: fixed
+    opponents that exist, and a maker that takes ``opponent=`` (its evaluations play fixed
+    opponents). Nothing for a game without self-play."""
     if not is_self_play(run.env_id, run.env_kwargs):
         return
     fixed_opponents(run)
-    if run.backend == "ray":
-        raise ValueError(
-            "backend: self-play's opponents play in the training process; use the thread "
-            "actors (backend 'thread')"
-        )
     from tfagents_vtrace.envs import make_env
 
     try:

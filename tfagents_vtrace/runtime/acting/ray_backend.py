@@ -21,6 +21,9 @@ unchanged:
   broadcast, the pool ``ray.put``\\ s it once and passes the reference (wrapped in a list,
   so Ray does not resolve it) with the next calls; an actor fetches the object only when its
   own version is older;
+* a self-play run's snapshot pool goes the same way (:mod:`~tfagents_vtrace.runtime.
+  self_play`): each actor is built with the pool as it is and gets it again, one
+  ``ray.put`` per version, after the learner has added a snapshot;
 * an environment that raises is recreated inside the actor (``env_restarts`` and the
   actor's timings arrive in ``info`` as with threads); a Ray actor process that dies is
   replaced, each replacement counted as an env restart in the run's counters at once (the
@@ -347,26 +350,53 @@ class ActorHost(HostProcess):
       spec: the picklable ``ActorSpec``.
       actor_id: seeds and identifies the actor (``info["actor_id"]``).
       env_factory: optional picklable ``seed -> VectorEnv``.
+      snapshots: a self-play run's ``(SelfPlaySpec, version, state)`` of its snapshot pool
+        (:func:`~tfagents_vtrace.runtime.self_play.serve_snapshots`), or None.
       env_restarts: restart count to continue from (a replaced actor keeps its count).
       tf_threads: TensorFlow intra/inter-op threads in this process.
     """
 
-    def __init__(self, spec, actor_id: int, env_factory=None, env_restarts: int = 0,
-                 tf_threads: int = 1):  # fmt: skip
+    def __init__(self, spec, actor_id: int, env_factory=None, snapshots=None,
+                 env_restarts: int = 0, tf_threads: int = 1):  # fmt: skip
         super().__init__(tf_threads)
-        from tfagents_vtrace.runtime.acting.actor import Actor
+        from tfagents_vtrace.runtime.acting.actor import Actor, build_network
 
+        self.pool, self._pool_version = None, -1
+        if snapshots is not None:  # self-play: this process's games play the run's pool
+            from tfagents_vtrace.runtime.self_play import serve_snapshots
+
+            self_play, version, state = snapshots
+            self.pool = serve_snapshots(
+                self_play, state,
+                lambda: build_network(spec.network_config, spec.env_id, spec.env_kwargs),
+            )  # fmt: skip
+            self._pool_version = version
         self.actor = Actor(spec, actor_id, None, env_factory, env_restarts=int(env_restarts))
 
-    def unroll(self, version: int, weights_ref: list) -> tuple[dict, dict] | None:
+    def unroll(self, version: int, weights_ref: list,
+               snapshots: tuple | None = None) -> tuple[dict, dict] | None:  # fmt: skip
         """Loads weights ``version`` if newer than the actor's, then runs one unroll.
 
         ``weights_ref`` is ``[ObjectRef]`` of the weights list (fetched only when stale; the
-        fetch counts in ``info["weights_time"]``). Returns ``(unroll, info)``, or None when
-        the environment raised and was recreated.
+        fetch counts in ``info["weights_time"]``); ``snapshots``, a self-play run's
+        ``(version, [ObjectRef])`` of its pool's state, loaded when newer than this
+        process's. Returns ``(unroll, info)``, or None when the environment raised and was
+        recreated.
         """
         load_weights(self.actor, version, weights_ref)
+        if snapshots is not None and self.pool is not None and snapshots[0] > self._pool_version:
+            import ray
+
+            self.pool.load(ray.get(snapshots[1][0]))
+            self._pool_version = snapshots[0]
         return self.actor.unroll()
+
+    def snapshot_steps(self) -> list[int]:
+        """Self-play: the steps of the snapshots this process's pool holds (empty without)."""
+        if self.pool is None:
+            return []
+        steps = self.pool.steps.numpy()
+        return sorted(int(s) for s in steps[steps >= 0])
 
 
 def load_weights(actor, version: int, weights_ref: list, acting: Callable = lambda w: w):
@@ -627,14 +657,17 @@ class RayActorPool(RayProcesses, threading.Thread):
       env_factory: optional picklable ``(num_envs, seed) -> VectorEnv`` (tests).
       counters: the run's counters, which count a replaced actor's restart at once (None:
         when its successor's first unroll arrives).
+      snapshots: a self-play run's ``(SelfPlaySpec, SnapshotPool)``: each actor is built
+        with the pool's state, and gets it again by version (one ``ray.put`` per version)
+        when the learner has added a snapshot, as weights go.
       address, actor_cpus, max_actor_restarts, restart_window_s, start_timeout_s: see
         :class:`RayProcesses`.
     """
 
     def __init__(self, spec, num_actors: int, store, out: queue.Queue, stop: threading.Event,
-                 *, env_factory=None, counters=None, address: str | None = None,
-                 actor_cpus: float = 1.0, max_actor_restarts: int | None = None,
-                 restart_window_s: float | None = None,
+                 *, env_factory=None, counters=None, snapshots=None,
+                 address: str | None = None, actor_cpus: float = 1.0,
+                 max_actor_restarts: int | None = None, restart_window_s: float | None = None,
                  start_timeout_s: float = 600.0):  # fmt: skip
         threading.Thread.__init__(self, name="ray-actors", daemon=True)
         RayProcesses.__init__(
@@ -645,19 +678,38 @@ class RayActorPool(RayProcesses, threading.Thread):
         self.spec, self.counters = spec, counters
         self.store, self.out, self.stop = store, out, stop
         self._env_factory = host_env_factory(env_factory, group_size(spec))
+        self.snapshots = snapshots
+        self._pool_version, self._pool_ref = None, None
         self.error: BaseException | None = None
 
     @classmethod
     def from_run(cls, run, spec, store, out: queue.Queue, stop: threading.Event,
-                 env_factory=None, counters=None) -> RayActorPool:  # fmt: skip
+                 env_factory=None, counters=None, snapshots=None) -> RayActorPool:  # fmt: skip
         """The pool a ``RunConfig`` asks for (``num_actors``, ``ray_address``,
         ``ray_actor_cpus``)."""
         return cls(spec, run.num_actors, store, out, stop, env_factory=env_factory,
-                   counters=counters, address=run.ray_address,
+                   counters=counters, snapshots=snapshots, address=run.ray_address,
                    actor_cpus=run.ray_actor_cpus)  # fmt: skip
 
     def host_args(self, actor_id: int) -> tuple:
-        return (self.spec, actor_id, self._env_factory)
+        snapshots = None
+        if self.snapshots is not None:  # the pool as it is now (a replacement's too)
+            self_play, pool = self.snapshots
+            version = pool.version
+            snapshots = (self_play, version, pool.state())
+        return (self.spec, actor_id, self._env_factory, snapshots)
+
+    def _pool(self) -> tuple[int, list] | None:
+        """Self-play: ``(version, [ObjectRef])`` of the pool's state, one ``ray.put`` per
+        version that reaches an actor (as :meth:`_weights`); None without self-play."""
+        if self.snapshots is None:
+            return None
+        pool = self.snapshots[1]
+        if pool.version != self._pool_version:
+            version = pool.version
+            self._pool_ref = import_ray().put(pool.state())
+            self._pool_version = version
+        return self._pool_version, [self._pool_ref]
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -679,7 +731,7 @@ class RayActorPool(RayProcesses, threading.Thread):
     # ------------------------------------------------------------------ driving
     def _submit(self, actor_id: int):
         version, ref = self._weights(self.store)
-        return self.handles[actor_id].unroll.remote(version, ref)
+        return self.handles[actor_id].unroll.remote(version, ref, self._pool())
 
     def _drive(self) -> None:
         ray = import_ray()

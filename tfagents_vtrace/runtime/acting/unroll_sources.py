@@ -250,12 +250,15 @@ class InlineSource:
         self.actor.close()
 
 
-def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, counters=None):
+def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, counters=None,
+                  snapshots=None):  # fmt: skip
     """The source ``run`` asks for (module docstring), its actors built from ``spec`` (with
     the run's ``env_step_timeout_s``); ``network_factory()`` gives each actor its network,
     ``env_factory`` (``(num_envs, seed) -> VectorEnv``) replaces ``make_vector_env``;
     ``start`` is the update count the run starts from (the first weights' version);
-    ``counters`` (optional) count a replaced Ray actor's restart at once."""
+    ``counters`` (optional) count a replaced Ray actor's restart at once; ``snapshots``, a
+    self-play run's ``(SelfPlaySpec, SnapshotPool)``, go to Ray actors' processes (threads
+    play the pool of this process: :mod:`~tfagents_vtrace.runtime.self_play`)."""
     timeout = getattr(run, "env_step_timeout_s", spec.env_step_timeout_s)
     inline = run.backend == "local" and run.num_actors == 0
     ship = getattr(run, "ship_frames_once", None)
@@ -294,7 +297,8 @@ def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, 
     if run.backend == "ray":  # one driver thread for all Ray actors, same queue and store
         from tfagents_vtrace.runtime.acting.ray_backend import RayActorPool
 
-        threads = [RayActorPool.from_run(run, spec, store, unrolls, stop, env_factory, counters)]
+        threads = [RayActorPool.from_run(run, spec, store, unrolls, stop, env_factory, counters,
+                                         snapshots)]  # fmt: skip
         return QueueSource(threads, unrolls, store, stop)
 
     def replace(old: ActorThread) -> ActorThread:
