@@ -19,8 +19,8 @@ The pool is model state: its snapshots are variables of a ``tf.Module`` in every
 so a resumed run plays against the same past. The snapshots reach the games through
 :class:`SnapshotOpponents`, this process's
 :class:`~tfagents_vtrace.envs.turn_games.SnapshotSource` while the run trains. Ray actors
-play in processes of their own: each holds a copy of the pool (:func:`serve_snapshots`,
-from :class:`SelfPlaySpec` and the pool's :meth:`SnapshotPool.state`), which the Ray pool
+play in processes of their own: each holds a copy of the pool (:meth:`SelfPlaySpec.serve`,
+from the pool's :meth:`SnapshotPool.state`), which the Ray pool
 replaces by version when the learner has added a snapshot, as it sends weights
 (:mod:`~tfagents_vtrace.runtime.acting.ray_backend`).
 
@@ -166,7 +166,7 @@ class SnapshotOpponents(turn_games.SnapshotSource):
 @dataclasses.dataclass(frozen=True)
 class SelfPlaySpec:
     """A run's self-play settings, picklable: what a Ray actor process needs to play the
-    run's snapshots (:func:`serve_snapshots`)."""
+    run's snapshots (:meth:`serve`)."""
 
     shapes: tuple[tuple[int, ...], ...]
     size: int
@@ -178,6 +178,19 @@ class SelfPlaySpec:
     def from_run(cls, run, pool: SnapshotPool) -> SelfPlaySpec:
         fixed = fixed_opponents(run) if run.self_play_fixed else ()
         return cls(tuple(pool.shapes), pool.size, pool.latest, float(run.self_play_fixed), fixed)
+
+    def serve(self, state: dict, build_network) -> SnapshotPool:
+        """In a Ray actor's process: a pool holding ``state`` (the learner's
+        :meth:`SnapshotPool.state`) whose snapshots this process's games play
+        (:func:`~tfagents_vtrace.envs.turn_games.set_snapshot_source`), networks made by
+        ``build_network()``; :meth:`SnapshotPool.load` brings it up to date."""
+        pool = SnapshotPool(list(self.shapes), self.size, self.latest)
+        pool.load(state)
+        policies = snapshot_policies(build_network)
+        turn_games.set_snapshot_source(
+            SnapshotOpponents(pool, policies, self.fixed, self.fixed_opponents)
+        )
+        return pool
 
 
 def snapshot_policies(build_network):
@@ -195,19 +208,6 @@ def snapshot_policies(build_network):
         return policy
 
     return make_policy
-
-
-def serve_snapshots(spec: SelfPlaySpec, state: dict, build_network) -> SnapshotPool:
-    """In a Ray actor's process: a pool holding ``state`` (the learner's
-    :meth:`SnapshotPool.state`) whose snapshots this process's games play
-    (:func:`~tfagents_vtrace.envs.turn_games.set_snapshot_source`); :meth:`SnapshotPool.load`
-    brings it up to date."""
-    pool = SnapshotPool(list(spec.shapes), spec.size, spec.latest)
-    pool.load(state)
-    turn_games.set_snapshot_source(
-        SnapshotOpponents(pool, snapshot_policies(build_network), spec.fixed, spec.fixed_opponents)
-    )
-    return pool
 
 
 def fixed_opponents(run) -> tuple[str, ...]:

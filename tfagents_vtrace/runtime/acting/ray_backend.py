@@ -351,7 +351,7 @@ class ActorHost(HostProcess):
       actor_id: seeds and identifies the actor (``info["actor_id"]``).
       env_factory: optional picklable ``seed -> VectorEnv``.
       snapshots: a self-play run's ``(SelfPlaySpec, version, state)`` of its snapshot pool
-        (:func:`~tfagents_vtrace.runtime.self_play.serve_snapshots`), or None.
+        (:meth:`~tfagents_vtrace.runtime.self_play.SelfPlaySpec.serve`), or None.
       env_restarts: restart count to continue from (a replaced actor keeps its count).
       tf_threads: TensorFlow intra/inter-op threads in this process.
     """
@@ -363,13 +363,10 @@ class ActorHost(HostProcess):
 
         self.pool, self._pool_version = None, -1
         if snapshots is not None:  # self-play: this process's games play the run's pool
-            from tfagents_vtrace.runtime.self_play import serve_snapshots
-
             self_play, version, state = snapshots
-            self.pool = serve_snapshots(
-                self_play, state,
-                lambda: build_network(spec.network_config, spec.env_id, spec.env_kwargs),
-            )  # fmt: skip
+            self.pool = self_play.serve(
+                state, lambda: build_network(spec.network_config, spec.env_id, spec.env_kwargs)
+            )
             self._pool_version = version
         self.actor = Actor(spec, actor_id, None, env_factory, env_restarts=int(env_restarts))
 
