@@ -728,7 +728,9 @@ class RayActorPool(RayProcesses, threading.Thread):
     # ------------------------------------------------------------------ driving
     def _submit(self, actor_id: int):
         version, ref = self._weights(self.store)
-        return self.handles[actor_id].unroll.remote(version, ref, self._pool())
+        pool = self._pool()  # self-play only: other runs' hosts take (version, ref)
+        args = (version, ref) if pool is None else (version, ref, pool)
+        return self.handles[actor_id].unroll.remote(*args)
 
     def _drive(self) -> None:
         ray = import_ray()
