@@ -173,8 +173,12 @@ def test_a_self_play_run_stopped_between_evaluations_is_evaluated_against_both(t
     final = tv.train("impala", env=connect_four, logdir=str(tmp_path / "run"), num_envs=8,
                      unroll_length=16, hidden_sizes=(16,), eval_episodes=2, eval_every=10**6,
                      total_steps=10**6, verbose=0,
+                     self_play_eval_opponents="random,lookahead,oldest",
                      callbacks=[lambda row: row["step"] >= 512])  # fmt: skip
     assert final["stopped_by"] == "callback" and "eval_oldest_win_rate" in final
+    for prefix in ("eval_", "eval_lookahead_", "eval_oldest_"):  # each opponent's games
+        rates = [final[f"{prefix}{k}_rate"] for k in ("win", "draw", "loss")]
+        assert sum(rates) == pytest.approx(1.0)
     with pytest.raises(ValueError, match=r"^opponent: 'self' and 'oldest'"):
         turn_games.snapshot_source()
     # after the run, its game against 'self' is refused in one line; a fixed opponent plays
@@ -203,4 +207,8 @@ def test_self_play_settings_a_run_refuses(tmp_path):
                                          r"\['lookahead', 'random'\]"):  # fmt: skip
         tv.train("impala", env=connect_four, logdir=str(tmp_path / "d"), self_play_fixed=0.2,
                  self_play_fixed_opponents="random,minimax", total_steps=64)  # fmt: skip
-    assert not any((tmp_path / name).exists() for name in "abcd")
+    with pytest.raises(ValueError, match=r"^self_play_eval_opponents: expected names from "
+                                         r"\['lookahead', 'oldest', 'random'\]"):  # fmt: skip
+        tv.train("impala", env=connect_four, logdir=str(tmp_path / "e"),
+                 self_play_eval_opponents="self", total_steps=64)  # fmt: skip
+    assert not any((tmp_path / name).exists() for name in "abcde")

@@ -25,9 +25,10 @@ replaces by version when the learner has added a snapshot, as it sends weights
 (:mod:`~tfagents_vtrace.runtime.acting.ray_backend`).
 
 Evaluations play the greedy policy against fixed opponents instead of the pool
-(:class:`MatchEvaluator`): ``random`` (the row's ``eval_return`` and ``eval_win_rate``) and
-the ``oldest`` snapshot (``eval_oldest_return``, ``eval_oldest_win_rate``, ...). They need a
-game maker that takes ``opponent=``.
+(:class:`MatchEvaluator`), those of ``self_play_eval_opponents``: by default ``random`` (the
+row's ``eval_return`` and ``eval_win_rate``) and the ``oldest`` snapshot
+(``eval_oldest_return``, ``eval_oldest_win_rate``, ...). They need a game maker that takes
+``opponent=``.
 """
 
 from __future__ import annotations
@@ -226,13 +227,32 @@ def fixed_opponents(run) -> tuple[str, ...]:
     return names
 
 
+def eval_opponents(run) -> tuple[str, ...]:
+    """``run.self_play_eval_opponents``'s names, each once, in order.
+
+    Raises:
+      ValueError: ``"self_play_eval_opponents: ..."`` for a name that is neither a fixed
+        opponent nor ``oldest``, or none.
+    """
+    names = tuple(dict.fromkeys(n.strip() for n in run.self_play_eval_opponents.split(",")
+                                if n.strip()))  # fmt: skip
+    known = sorted([*turn_games.OPPONENTS, turn_games.OLDEST])
+    if not names or any(n not in known for n in names):
+        raise ValueError(
+            f"self_play_eval_opponents: expected names from {known} separated by commas, "
+            f"received {run.self_play_eval_opponents!r}"
+        )
+    return names
+
+
 def check_self_play_run(run) -> None:
     """Raises ``ValueError`` naming the setting unless a self-play run can train: fixed
-    opponents that exist, and a maker that takes ``opponent=`` (its evaluations play fixed
-    opponents). Nothing for a game without self-play."""
+    and evaluation opponents that exist, and a maker that takes ``opponent=`` (its
+    evaluations play fixed opponents). Nothing for a game without self-play."""
     if not is_self_play(run.env_id, run.env_kwargs):
         return
     fixed_opponents(run)
+    eval_opponents(run)
     from tfagents_vtrace.envs import make_env
 
     try:
@@ -245,16 +265,15 @@ def check_self_play_run(run) -> None:
 
 
 def make_evaluator(run, policy, env_factory=None):
-    """The run's evaluator: a :class:`MatchEvaluator` against ``random`` and ``oldest`` for a
-    self-play game, else :func:`~tfagents_vtrace.runtime.acting.evaluation.make_evaluator`."""
-    import dataclasses
-
+    """The run's evaluator: a :class:`MatchEvaluator` against ``self_play_eval_opponents``
+    for a self-play game, else
+    :func:`~tfagents_vtrace.runtime.acting.evaluation.make_evaluator`."""
     from tfagents_vtrace.runtime.acting import evaluation
 
     if env_factory is not None or not is_self_play(run.env_id, run.env_kwargs):
         return evaluation.make_evaluator(run, policy, env_factory)
     evaluators = {}
-    for name in ("random", turn_games.OLDEST):
+    for name in eval_opponents(run):
         kwargs = {**run.env_kwargs, "opponent": name}
         evaluators[name] = evaluation.make_evaluator(
             dataclasses.replace(run, env_kwargs=kwargs), policy
