@@ -211,4 +211,55 @@ def test_self_play_settings_a_run_refuses(tmp_path):
                                          r"\['lookahead', 'oldest', 'random'\]"):  # fmt: skip
         tv.train("impala", env=connect_four, logdir=str(tmp_path / "e"),
                  self_play_eval_opponents="self", total_steps=64)  # fmt: skip
-    assert not any((tmp_path / name).exists() for name in "abcde")
+    with pytest.raises(ValueError, match=r"^self_play_eval_opponents: expected a str of names "):
+        tv.train("impala", env=connect_four, logdir=str(tmp_path / "f"),
+                 self_play_eval_opponents=3, total_steps=64)  # fmt: skip
+    assert not any((tmp_path / name).exists() for name in "abcdef")
+
+
+def test_the_opponents_settings_take_a_comma_separated_str_or_a_list_or_tuple():
+    """From Python, self_play_fixed_opponents and self_play_eval_opponents take a list or a
+    tuple of names as well as the flag's comma-separated str; any other value is refused
+    in one line naming the setting."""
+    from tfagents_vtrace.runtime.config import RunConfig
+    from tfagents_vtrace.runtime.self_play import eval_opponents, fixed_opponents
+
+    for value in ("random,lookahead", " random , lookahead,", ("random", "lookahead"),
+                  ["random", "lookahead"]):  # fmt: skip
+        run = RunConfig(self_play_fixed_opponents=value, self_play_eval_opponents=value)
+        assert fixed_opponents(run) == eval_opponents(run) == ("random", "lookahead")
+    assert eval_opponents(RunConfig()) == ("random", "oldest")  # the default
+    assert fixed_opponents(RunConfig()) == ("random",)
+    run = RunConfig(self_play_eval_opponents=("oldest", "random", "oldest"))
+    assert eval_opponents(run) == ("oldest", "random")  # each once, in order
+    for field, check in (("self_play_fixed_opponents", fixed_opponents),
+                         ("self_play_eval_opponents", eval_opponents)):  # fmt: skip
+        for value in (3, None, {"random": 1}, ("random", 3)):
+            with pytest.raises(ValueError, match=rf"^{field}: expected a str of names separated "
+                                                 r"by commas or a list or tuple of names, "
+                                                 r"received .*$") as e:  # fmt: skip
+                check(RunConfig(**{field: value}))
+            assert "\n" not in str(e.value)
+        unknown = rf"^{field}: expected names from .* separated by commas, received \("
+        with pytest.raises(ValueError, match=unknown + r"'random', 'minimax'\)$"):
+            check(RunConfig(**{field: ("random", "minimax")}))
+
+
+def test_a_self_play_run_takes_a_list_of_opponents_from_python():
+    """The Python API's keywords (a list becomes a tuple in the settings layer) make the run
+    the shipped config's comma-separated flags make."""
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("pygame")
+    import tfagents_vtrace as tv
+    from tfagents_vtrace.runtime.self_play import eval_opponents, fixed_opponents
+
+    shipped = tv.make_configs(flagfile="impala_connect_four").run_config  # flags' text
+    listed = tv.make_configs(flagfile="impala_connect_four",
+                             self_play_fixed_opponents=["random", "lookahead"],
+                             self_play_eval_opponents=["random", "lookahead", "oldest"],
+                             ).run_config  # fmt: skip
+    assert shipped.self_play_eval_opponents == "random,lookahead,oldest"
+    assert listed.self_play_eval_opponents == ("random", "lookahead", "oldest")
+    for run in (shipped, listed):
+        assert fixed_opponents(run) == ("random", "lookahead")
+        assert eval_opponents(run) == ("random", "lookahead", "oldest")

@@ -146,12 +146,13 @@ class RunConfig:
     ``self_play_fixed_opponents`` (uniformly) instead of a snapshot; 0: snapshots only."""
     self_play_fixed_opponents: str = "random"
     """Self-play: the fixed opponents ``self_play_fixed`` draws, comma-separated names of
-    ``envs/turn_games.py``'s opponents (``random``, ``lookahead``)."""
+    ``envs/turn_games.py``'s opponents (``random``, ``lookahead``); from Python, a list or
+    tuple of names too."""
     self_play_eval_opponents: str = "random,oldest"
-    """Self-play: whom the evaluations play, comma-separated: fixed opponents' names and
-    ``oldest`` (the pool's first snapshot). The first one's fields are the row's
-    ``eval_return``, ``eval_win_rate``, ...; each other's are prefixed with its name
-    (``eval_oldest_win_rate``, ``eval_lookahead_win_rate``)."""
+    """Self-play: whom the evaluations play, comma-separated (from Python, a list or tuple
+    of names too): fixed opponents' names and ``oldest`` (the pool's first snapshot). The
+    first one's fields are the row's ``eval_return``, ``eval_win_rate``, ...; each other's
+    are prefixed with its name (``eval_oldest_win_rate``, ``eval_lookahead_win_rate``)."""
     export_policy: bool = True
     """Write DIR/policy (SavedModel) at the end."""
     deterministic: bool = False
