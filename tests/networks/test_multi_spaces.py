@@ -161,8 +161,10 @@ def test_multi_input_torso_encodes_each_key():
 
 def test_a_named_conv_torso_encodes_board_planes_of_any_dtype():
     """A rank-3 Box leaf that is no uint8 image (a board game's int8 planes, float maps) goes
-    through the conv torso the config names, as a plain rank-3 observation does; "auto" and
-    the MLP flatten it."""
+    through the conv torso the config names, as a plain rank-3 observation does; the MLP
+    flattens it, and so does "auto" here: with no uint8 image leaf it resolves to the MLP
+    (with a large uint8 image it would resolve to a conv torso, which would encode these
+    leaves too)."""
     board = gym.spaces.Dict({
         "observation": gym.spaces.Box(0, 1, (6, 7, 2), np.int8),
         "heat": gym.spaces.Box(0.0, 1.0, (4, 4, 1), np.float32),

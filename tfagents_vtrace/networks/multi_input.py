@@ -7,10 +7,15 @@ arrays, one leaf per sub-space, time-major ``[T, B, ...]`` per leaf. Each leaf i
 its own and concatenates the codes, the pattern of Stable-Baselines3's ``CombinedExtractor``
 (https://github.com/DLR-RM/stable-baselines3, ``common/torch_layers.py``):
 
-* a grid leaf (a ``Box`` of rank 3, ``[H, W, C]``: a uint8 image, or a board's planes of
-  any dtype) goes through a conv torso of its own, the one ``NetworkConfig.torso`` names
-  (:func:`conv_torso`), as a plain rank-3 observation does; it is flattened when the
-  configured torso is the MLP. ``torso="auto"`` picks a conv torso for uint8 images only;
+* a grid leaf (:func:`is_grid`: a ``Box`` of rank 3, ``[H, W, C]``, of any dtype: a uint8
+  image, or a board's planes) goes through a conv torso of its own whenever the network's
+  torso is a conv torso, as a plain rank-3 observation does (:func:`conv_torso`: that torso,
+  or the MinAtar grid CNN where its strides do not fit the leaf; a leaf too small for both,
+  below 3x3, is flattened). The conv torso is the one ``NetworkConfig.torso`` names, or
+  ``torso="auto"``'s choice, which is a conv torso only for a uint8 image leaf of at least
+  36x36 (:func:`auto_torso`), but then encodes every grid leaf of 3x3 or more, whatever its
+  dtype. With the MLP torso (and ``"auto"`` without such an image) grid leaves are
+  flattened;
 * a ``Discrete`` leaf is one-hot encoded, any other ``Box`` leaf flattened (uint8 scaled as
   :func:`~tfagents_vtrace.networks.torsos.input_scale_for` says);
 
@@ -49,7 +54,8 @@ def is_image(space) -> bool:
 
 def is_grid(space) -> bool:
     """A ``Box`` of rank 3 (``[H, W, C]``) of any dtype: an image, or a board game's planes
-    (Connect Four's ``int8`` ``6x7x2``). A conv torso the config names encodes it."""
+    (Connect Four's ``int8`` ``6x7x2``). The network's conv torso, named or ``"auto"``'s
+    choice, encodes it (:func:`conv_torso`)."""
     return isinstance(space, gym.spaces.Box) and len(space.shape) == 3
 
 
@@ -165,9 +171,12 @@ def auto_torso(observation_space) -> tuple[str, str]:
     A uint8 ``[H, W, C]`` image (:func:`is_image`) gets ``"small_atari_cnn"`` when its smaller
     side is at least :data:`AUTO_ATARI_MIN_SIDE` (84x84 Atari frames), ``"minatar_cnn"`` when
     at least :data:`AUTO_GRID_MIN_SIDE` (MinAtar's 10x10 grids). A ``Dict`` / ``Tuple``
-    observation gets ``"small_atari_cnn"`` when one of its image leaves is that large (the
-    multi-input torso then encodes each image leaf with the conv torso that fits it,
-    :func:`conv_torso`), else ``"mlp"`` (its small images flattened, as before "auto").
+    observation gets ``"small_atari_cnn"`` when one of its uint8 image leaves is that large,
+    else ``"mlp"`` (all its leaves flattened, as before "auto"). Only uint8 images decide,
+    but with ``"small_atari_cnn"`` the multi-input torso encodes every grid leaf
+    (:func:`is_grid`: each rank-3 ``Box`` leaf of any dtype, board planes and float maps
+    too) of at least 3x3 with the conv torso that fits it (:func:`conv_torso`: the Atari
+    CNN, else the MinAtar grid CNN), and flattens the smaller ones.
     Anything else is ``"mlp"``: float vectors, Discrete ids, float or tiny images. ``why`` says
     what decided, for the line a run prints (``torso auto -> small_atari_cnn (84x84x3 uint8
     images)``).
