@@ -51,6 +51,49 @@ def test_a_missing_package_is_one_line_naming_the_extra(maker, module, extra, mo
     assert "\n" not in message and f"tfagents_vtrace[{extra}]" in message, message
 
 
+MAKERS = {games.connect_four: ("pettingzoo", ("pygame",)),
+          games.simple_spread: ("mpe", ("mpe2", "pettingzoo", "pygame", "scipy"))}  # fmt: skip
+
+
+@pytest.mark.parametrize("maker", list(MAKERS), ids=lambda m: m.__name__)
+def test_only_a_missing_package_the_extra_brings_is_translated(maker, monkeypatch):
+    """A ModuleNotFoundError for the game's package or one its extra brings (pygame) is the
+    one line naming the extra; any other import error is raised unchanged, traceback and
+    all (a module the extra does not bring, an ImportError of a package that is there)."""
+    import importlib
+
+    extra, missing = MAKERS[maker]
+    raised_here = []
+
+    def import_module(name, error):
+        raised_here.append(error)
+        raise error
+
+    for name in missing:
+        error = ModuleNotFoundError(f"No module named {name!r}", name=name)
+        monkeypatch.setattr(importlib, "import_module", lambda m, e=error: import_module(m, e))
+        with pytest.raises(ImportError) as raised:
+            maker()
+        message = str(raised.value)
+        assert message.startswith("env: this game needs ") and "\n" not in message, message
+        assert f"(No module named {name!r}); install it with" in message, message
+        assert message.endswith(f"pip install 'tfagents_vtrace[{extra}]'"), message
+        assert raised.value is not error and raised.value.__cause__ is None
+    others = [
+        ModuleNotFoundError("No module named 'shapely'", name="shapely"),
+        ModuleNotFoundError("No module named 'pygamex.base'", name="pygamex.base"),
+        ModuleNotFoundError("a module of no name"),
+        ImportError("cannot import name 'freetype' from 'pygame'", name="pygame"),
+    ]
+    for error in others:
+        monkeypatch.setattr(importlib, "import_module", lambda m, e=error: import_module(m, e))
+        with pytest.raises(ImportError) as raised:
+            maker()
+        assert raised.value is error  # unchanged: its message and its traceback
+        assert "tfagents_vtrace[" not in str(raised.value)
+    assert len(raised_here) == len(missing) + len(others)
+
+
 @pytest.mark.parametrize("name", ["impala_connect_four", "impala_simple_spread"])
 def test_the_game_configs_name_the_makers(name):
     configs = tv.make_configs(flagfile=name)

@@ -9,7 +9,8 @@
   share one policy (:mod:`~tfagents_vtrace.envs.multi_agent`).
   ``configs/impala_simple_spread.cfg`` trains it.
 
-Each imports its package when called, with a one-line error naming the extra when missing.
+Each imports its package when called, with a one-line error naming the extra when the
+package, or one the extra brings with it, is missing.
 Results: docs/results/multi_agent.md.
 """
 
@@ -20,14 +21,21 @@ from typing import Any
 from tfagents_vtrace.envs.turn_games import SELF, TurnGame
 
 
-def _needs(module: str, extra: str):
+def _needs(module: str, extra: str, brings: tuple[str, ...] = ()):
+    """``module`` imported; a one-line ``ImportError`` naming ``extra`` when the module that
+    is missing is ``module``'s top package or one of ``brings`` (the packages ``extra``
+    installs with it). Any other import error (a module the extra does not bring, a package
+    that fails while it imports) is raised as it is, with its traceback."""
     import importlib
 
+    top = module.split(".")[0]
     try:
         return importlib.import_module(module)
-    except ImportError as e:
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in (top, *brings):
+            raise
         raise ImportError(
-            f"env: this game needs {module.split('.')[0]} ({e}); install it with "
+            f"env: this game needs {top} ({e}); install it with "
             f"pip install 'tfagents_vtrace[{extra}]'"
         ) from None
 
@@ -35,12 +43,14 @@ def _needs(module: str, extra: str):
 def connect_four(opponent: Any = SELF, seat: str = "alternate", **game_kwargs: Any) -> TurnGame:
     """Connect Four (``pettingzoo.classic.connect_four_v3``) for one policy in either seat
     (``seat="alternate"``: the seats swap every episode), ``opponent`` playing the other."""
-    game = _needs("pettingzoo.classic.connect_four_v3", "pettingzoo")
+    # the pettingzoo extra brings pygame (pygame-ce), which the classic games import
+    game = _needs("pettingzoo.classic.connect_four_v3", "pettingzoo", ("pygame",))
     return TurnGame(game.env, opponent=opponent, seat=seat, **game_kwargs)
 
 
 def simple_spread(N: int = 3, **game_kwargs: Any):  # noqa: N803 (mpe2's keyword)
     """``simple_spread_v3.parallel_env(N=N, **game_kwargs)`` of ``mpe2``: ``N`` agents
     cover ``N`` landmarks, 25 steps, discrete moves."""
-    game = _needs("mpe2.simple_spread_v3", "mpe")
+    # the mpe extra brings mpe2's requirements: PettingZoo, pygame (pygame-ce), SciPy
+    game = _needs("mpe2.simple_spread_v3", "mpe", ("pettingzoo", "pygame", "scipy"))
     return game.parallel_env(N=N, **game_kwargs)
