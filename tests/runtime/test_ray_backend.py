@@ -308,24 +308,32 @@ def test_ray_actors_play_the_snapshots_of_a_self_play_run(tmp_path, ray_session,
     from tests.runtime.test_self_play import connect_four
 
     seen = []  # each row: the snapshot steps every Ray actor's pool holds
+    started = []  # the same at the step-0 checkpoint of a new run: before any update
 
-    def probe(row):
-        try:
-            seen.append([ray.get(h.snapshot_steps.remote(), timeout=60)
-                         for h in pools[-1].handles])  # fmt: skip
-        except ray.exceptions.RayActorError:  # the final row: the actors have ended
-            pass
+    def actor_pools():
+        return [ray.get(h.snapshot_steps.remote(), timeout=60) for h in pools[-1].handles]
+
+    class Probe:
+        def on_row(self, row):
+            try:
+                seen.append(actor_pools())
+            except ray.exceptions.RayActorError:  # the final row: the actors have ended
+                pass
+
+        def on_checkpoint(self, step, path):
+            if step == 0:  # the actors are built; the learner has added no snapshot yet
+                started.append(actor_pools())
 
     logdir = str(tmp_path / "run")
     kw = dict(num_envs=8, unroll_length=16, hidden_sizes=(16,), eval_episodes=2,
               eval_every=10**6, self_play_every=256, self_play_pool=3, self_play_fixed=0.5,
               backend="ray", num_actors=2, log_every_s=0.05, verbose=0, export=False,
-              callbacks=[probe])  # fmt: skip
+              callbacks=[Probe()])  # fmt: skip
     final = tv.train("impala", env=connect_four, logdir=logdir, total_steps=2048, **kw)
     assert final["self_play_snapshots"] == 3 and "eval_oldest_win_rate" in final
     assert seen and all(len(actors) == 2 for actors in seen)
-    first = seen[0][0]
-    assert first[0] == 0 and len(first) <= 3  # the pool of the start
+    # the actors' first pools are the pool of the start: a new run's, step 0 only
+    assert started == [[[0], [0]]], started
     newest = max(max(steps) for actors in seen for steps in actors)
     assert newest >= 1024, seen  # later snapshots reached the actors' processes
     assert all(steps[0] == 0 and len(steps) <= 3 for actors in seen for steps in actors)
