@@ -94,7 +94,13 @@ def test_only_a_missing_package_the_extra_brings_is_translated(maker, monkeypatc
     assert len(raised_here) == len(missing) + len(others)
 
 
-@pytest.mark.parametrize("name", ["impala_connect_four", "impala_simple_spread"])
-def test_the_game_configs_name_the_makers(name):
+@pytest.mark.parametrize(
+    "name,modules",
+    [("impala_connect_four", ("pettingzoo", "pygame")),  # the pettingzoo extra
+     ("impala_simple_spread", ("mpe2", "pygame"))],  # the mpe extra
+)  # fmt: skip
+def test_the_game_configs_name_the_makers(name, modules):
+    for module in modules:  # make_configs makes the game to check its spaces
+        pytest.importorskip(module)
     configs = tv.make_configs(flagfile=name)
     assert configs.run_config.env_id.startswith("user/tfagents_vtrace.envs.games.")

@@ -30,12 +30,20 @@ SHRINK = {
     "export": False,
     "log_every_s": 1,
 }
-NEEDS = {"atari": ("ale_py", "cv2"), "minatar": ("minatar",)}
+# an extra: the modules its configs' environments import
+NEEDS = {"atari": ("ale_py", "cv2"), "minatar": ("minatar",),
+         "pettingzoo": ("pettingzoo", "pygame"), "mpe": ("mpe2", "pygame")}  # fmt: skip
+EXTRAS = {"atari": "atari", "minatar": "minatar", "connect_four": "pettingzoo",
+          "simple_spread": "mpe"}  # fmt: skip
+"""A part of a config's name: the extra its environment needs."""
+
+
+def _extra_of(config: Path) -> str:
+    return next((extra for part, extra in EXTRAS.items() if part in config.name), "")
 
 
 def _missing(config: Path) -> list[str]:
-    extra = "atari" if "atari" in config.name else "minatar" if "minatar" in config.name else ""
-    return [m for m in NEEDS.get(extra, ()) if importlib.util.find_spec(m) is None]
+    return [m for m in NEEDS.get(_extra_of(config), ()) if importlib.util.find_spec(m) is None]
 
 
 def test_every_agent_has_a_config():
@@ -73,7 +81,7 @@ def test_config_smoke_run(tmp_path, config):
 
     missing = _missing(config)
     if missing:
-        pytest.skip(f"needs {missing}")
+        pytest.skip(f"needs {missing} (pip install 'tfagents_vtrace[{_extra_of(config)}]')")
     final = tv.train(flagfile=str(config), logdir=tmp_path / "run", **{**SHRINK, **_extra(config)})
     assert final["final"] is True
     assert final["step"] >= 200
