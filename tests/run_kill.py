@@ -14,8 +14,16 @@ def kill_after_a_checkpoint(proc, logdir: str, timeout_s: float = 300.0) -> int:
     rows = os.path.join(logdir, "metrics.jsonl")
     try:
         deadline = time.time() + timeout_s
-        while len(glob.glob(pattern)) < 2 or not os.path.exists(rows):
-            assert proc.poll() is None and time.time() < deadline, "no checkpoint written"
+        while True:
+            waiting = [what for what, done in (
+                ("a checkpoint after the step-0 one", len(glob.glob(pattern)) >= 2),
+                ("the first metrics row", os.path.exists(rows)),
+            ) if not done]  # fmt: skip
+            if not waiting:
+                break
+            what = " and ".join(waiting)
+            assert proc.poll() is None, f"the run ended (exit code {proc.returncode}) before {what}"
+            assert time.time() < deadline, f"timed out after {timeout_s} s waiting for {what}"
             time.sleep(0.1)
         time.sleep(0.5)  # let it run past the checkpoint
     finally:
