@@ -195,7 +195,9 @@ def test_self_play_settings_a_run_refuses(tmp_path):
     pytest.importorskip("pygame")
     import tfagents_vtrace as tv
 
-    with pytest.raises(ValueError, match=r"^env: a self-play game's maker must take opponent="):
+    maker = (r"^env: a self-play game's maker must take opponent= \(its evaluations play it "
+             r"against self_play_eval_opponents: random, oldest\): ")  # fmt: skip
+    with pytest.raises(ValueError, match=maker):
         tv.train("impala", env=connect_four_self_only, logdir=str(tmp_path / "a"),
                  total_steps=64)  # fmt: skip
     with pytest.raises(ValueError, match=r"^env: acer does not take"):

@@ -269,11 +269,12 @@ def eval_opponents(run) -> tuple[str, ...]:
 def check_self_play_run(run) -> None:
     """Raises ``ValueError`` naming the setting unless a self-play run can train: fixed
     and evaluation opponents that exist, and a maker that takes ``opponent=`` (its
-    evaluations play fixed opponents). Nothing for a game without self-play."""
+    evaluations play the opponents ``self_play_eval_opponents`` names, by default
+    ``random`` and the ``oldest`` snapshot). Nothing for a game without self-play."""
     if not is_self_play(run.env_id, run.env_kwargs):
         return
     fixed_opponents(run)
-    eval_opponents(run)
+    evaluated = eval_opponents(run)
     from tfagents_vtrace.envs import make_env
 
     try:
@@ -281,7 +282,7 @@ def check_self_play_run(run) -> None:
     except TypeError as e:
         raise ValueError(
             "env: a self-play game's maker must take opponent= (its evaluations play it "
-            f"against 'random' and the 'oldest' snapshot): {e}"
+            f"against self_play_eval_opponents: {', '.join(evaluated)}): {e}"
         ) from None
 
 
