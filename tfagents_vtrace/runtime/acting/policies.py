@@ -104,12 +104,20 @@ class TFPolicy:
 
 
 class NumpyMLPPolicy:
-    """Numpy forward pass of an MLP categorical network, optionally with the LSTM core and
-    the previous action / reward inputs (see module docstring)."""
+    """Numpy forward pass of a categorical network on the MLP torso, or on the multi-input
+    torso of a ``Dict`` / ``Tuple`` observation whose every leaf is flattened, one-hot
+    encoded or encoded by a valid-relu conv torso (a ``nature_cnn``, ``small_atari_cnn`` or
+    ``minatar_cnn`` encoder, e.g. a board's planes), optionally with the LSTM core and the
+    previous action / reward inputs (see module docstring)."""
 
     def __init__(self, network, greedy: bool = False, seed: int = 0):
         if not self.supports(network, nested=True):
-            raise ValueError("network: NumpyMLPPolicy needs an MLP categorical network")
+            raise ValueError(
+                "network: NumpyMLPPolicy needs a categorical network on the MLP torso, or on "
+                "a Dict / Tuple observation's multi-input torso whose leaves are flattened, "
+                "one-hot encoded or encoded by nature_cnn / small_atari_cnn / minatar_cnn "
+                "encoders"
+            )
         self.greedy = greedy
         self._rng = np.random.default_rng(seed)
         cfg = network.config
@@ -532,8 +540,9 @@ def make_policy(network, impl: str = "auto", greedy: bool = False, seed: int = 0
     if impl == "numpy":
         raise ValueError(
             "policy_impl: 'numpy' needs a categorical policy on an MLP torso (optionally with "
-            "the LSTM core; Dict / Tuple leaves flattened, no observation normalisation) or a "
-            f"feed-forward one on {NumpyConvPolicy.TORSOS}; use 'tf' or "
-            "'auto' for this network"
+            "the LSTM core; for a Dict / Tuple observation, every leaf flattened, one-hot "
+            "encoded or encoded by a nature_cnn / small_atari_cnn / minatar_cnn encoder, and "
+            f"no observation normalisation) or a feed-forward one on {NumpyConvPolicy.TORSOS}; "
+            "use 'tf' or 'auto' for this network"
         )
     return TFPolicy(network, greedy=greedy, seed=seed)
