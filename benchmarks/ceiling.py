@@ -4,7 +4,8 @@
         [--seconds=0] [--mode=auto] [--env_kwargs='{}']
 
 ``tfagents_vtrace.envs.make_vector_env`` (the factory the actors of a training run use, with
-its mode and ``env_kwargs``) of ``--num_envs`` environments, stepped at least ``--steps``
+its mode and ``env_kwargs``) of ``--num_envs`` environments of ``--env`` (a gymnasium id, or
+``package.module:maker`` as training's ``--env`` takes it: a game's columns), stepped at least ``--steps``
 agent steps (all sub-environments' steps counted, as training counts them) and at least
 ``--seconds``, with random actions and no network: the rate no training of those
 environments can beat on this machine. The actions are drawn from the batched action space
@@ -65,9 +66,11 @@ def measure(
       as ALE's vector env has, included).
     """
     from tfagents_vtrace.envs import make_vector_env
+    from tfagents_vtrace.envs.user_envs import resolve_env
 
     if num_envs < 1 or steps < 1:
         raise ValueError(f"num_envs and steps: expected >= 1, received {num_envs}, {steps}")
+    env_id = resolve_env(env_id)  # a gymnasium id, or package.module:maker as --env takes
     env = make_vector_env(env_id, num_envs, seed, mode=mode, **(env_kwargs or {}))
     try:
         actions = [env.action_space.sample() for _ in range(ACTION_POOL)]
