@@ -5,10 +5,10 @@
 
 ``tfagents_vtrace.envs.make_vector_env`` (the factory the actors of a training run use, with
 its mode and ``env_kwargs``) of ``--num_envs`` environments of ``--env`` (a gymnasium id, or
-``package.module:maker`` as training's ``--env`` takes it: a game's columns), stepped at least ``--steps``
-agent steps (all sub-environments' steps counted, as training counts them) and at least
-``--seconds``, with random actions and no network: the rate no training of those
-environments can beat on this machine. The actions are drawn from the batched action space
+``package.module:maker`` as training's ``--env`` takes it: a game's columns), stepped at
+least ``--steps`` agent steps (all sub-environments' steps counted, as training counts them)
+and at least ``--seconds``, with random actions and no network: the rate no training of
+those environments can beat on this machine. The actions are drawn from the batched action space
 (seeded by the factory) before the clock starts, so the ceiling times the environments
 alone. Prints one JSON line (``sps``: agent steps per second).
 
