@@ -95,6 +95,7 @@ def test_bad_input_ends_with_one_line_naming_the_flag(tmp_path):
         (["--num_envs=0"], "error: --num_envs: expected an int >= 1, received 0"),
         (["--env=NoSuchEnv-v9"], "error: --env: 'NoSuchEnv-v9' is not a registered"),
         ([f"--logdir={tmp_path / 'mine'}"], "error: --logdir: "),
+        (["--self_play_eval_opponents=minimax"], "error: --self_play_eval_opponents: expected "),
     ]
     for extra, message in cases:
         out = subprocess.run(

@@ -3,6 +3,7 @@ checkpoint, games drawing their opponents from it, and a Connect Four run that t
 its own snapshots, is evaluated against fixed opponents and resumes with its pool."""
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -240,11 +241,40 @@ def test_the_opponents_settings_take_a_comma_separated_str_or_a_list_or_tuple():
             with pytest.raises(ValueError, match=rf"^{field}: expected a str of names separated "
                                                  r"by commas or a list or tuple of names, "
                                                  r"received .*$") as e:  # fmt: skip
-                check(RunConfig(**{field: value}))
+                check(SimpleNamespace(**{field: value}))  # a run that skipped RunConfig's checks
             assert "\n" not in str(e.value)
         unknown = rf"^{field}: expected names from .* separated by commas, received \("
         with pytest.raises(ValueError, match=unknown + r"'random', 'minimax'\)$"):
-            check(RunConfig(**{field: ("random", "minimax")}))
+            check(SimpleNamespace(**{field: ("random", "minimax")}))
+
+
+def test_every_run_config_checks_the_opponents_settings():
+    """A run without self-play (CartPole) refuses bad opponents' names when its RunConfig is
+    made, in one line naming the setting, as a self-play run would; good ones pass."""
+    from tfagents_vtrace.runtime.config import RunConfig
+
+    fixed, evaluated = "['lookahead', 'random']", "['lookahead', 'oldest', 'random']"
+    names = "expected names from {} separated by commas, received {!r}"
+    not_names = "expected a str of names separated by commas or a list or tuple of names, "
+    refused = [
+        ("self_play_eval_opponents", "minimax", names.format(evaluated, "minimax")),
+        ("self_play_eval_opponents", "self", names.format(evaluated, "self")),
+        ("self_play_eval_opponents", " , ", names.format(evaluated, " , ")),  # none
+        ("self_play_eval_opponents", 3, not_names + "received 3"),
+        ("self_play_fixed_opponents", "random,oldest", names.format(fixed, "random,oldest")),
+        ("self_play_fixed_opponents", ["random", None], not_names + "received ['random', None]"),
+        ("self_play_fixed_opponents", (), names.format(fixed, ())),  # none
+    ]
+    for field, value, message in refused:
+        with pytest.raises(ValueError) as e:
+            RunConfig(env_id="CartPole-v1", **{field: value})
+        assert str(e.value) == f"{field}: {message}"
+    for value in ("random,lookahead", " random , lookahead,", ("random", "lookahead"),
+                  ["random", "lookahead"]):  # fmt: skip
+        RunConfig(env_id="CartPole-v1", self_play_fixed_opponents=value,
+                  self_play_eval_opponents=value)  # fmt: skip
+    RunConfig(env_id="CartPole-v1", self_play_eval_opponents="oldest,random,oldest")
+    RunConfig(env_id="CartPole-v1", self_play_eval_opponents=["lookahead", "oldest"])
 
 
 def test_a_self_play_run_takes_a_list_of_opponents_from_python():

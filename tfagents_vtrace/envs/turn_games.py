@@ -178,6 +178,33 @@ def opponent_named(opponent: str | Opponent) -> Opponent:
     return OPPONENTS[opponent]
 
 
+def opponent_names(setting: str, value, snapshots: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The opponents a setting named ``setting`` gives, in order, as given: ``value`` a
+    comma-separated str, or a list or tuple of names (each stripped; blank pieces of a str
+    skipped), each one of :data:`OPPONENTS` or of ``snapshots`` (some of
+    :data:`SNAPSHOT_OPPONENTS`), and at least one.
+
+    Raises:
+      ValueError: ``"SETTING: ..."`` for a value that is neither a str nor a list or tuple of
+        str, an unknown name, or none.
+    """
+    if isinstance(value, str):
+        names = tuple(n.strip() for n in value.split(",") if n.strip())
+    elif isinstance(value, list | tuple) and all(isinstance(n, str) for n in value):
+        names = tuple(n.strip() for n in value)
+    else:
+        raise ValueError(
+            f"{setting}: expected a str of names separated by commas or a list or tuple of "
+            f"names, received {value!r}"
+        )
+    known = sorted([*OPPONENTS, *snapshots])
+    if not names or any(n not in known for n in names):
+        raise ValueError(
+            f"{setting}: expected names from {known} separated by commas, received {value!r}"
+        )
+    return names
+
+
 class TurnGame(gym.Env):
     """One seat of the AEC game ``make_game(**game_kwargs)`` (module docstring).
 

@@ -30,6 +30,35 @@ POLICY_IMPLS = ("auto", "tf", "numpy", "fastest")
 """``policy_impl``'s values (``runtime/acting/policies.py``'s ``make_policy``)."""
 
 
+def fixed_opponent_names(value) -> tuple[str, ...]:
+    """The names ``self_play_fixed_opponents=value`` gives, as given: fixed opponents of
+    :mod:`tfagents_vtrace.envs.turn_games` (its ``opponent_names``).
+
+    Raises:
+      ValueError: ``"self_play_fixed_opponents: ..."`` for a name that is no fixed opponent,
+        none, or a value that is neither a str nor a list or tuple of str.
+    """
+    from tfagents_vtrace.envs import turn_games  # here: importing config imports no gymnasium
+
+    return turn_games.opponent_names("self_play_fixed_opponents", value)
+
+
+def eval_opponent_names(value) -> tuple[str, ...]:
+    """The names ``self_play_eval_opponents=value`` gives, each once, in order: fixed
+    opponents of :mod:`tfagents_vtrace.envs.turn_games` and ``oldest`` (its
+    ``opponent_names``).
+
+    Raises:
+      ValueError: ``"self_play_eval_opponents: ..."`` for a name that is neither a fixed
+        opponent nor ``oldest``, none, or a value that is neither a str nor a list or tuple
+        of str.
+    """
+    from tfagents_vtrace.envs import turn_games  # here: importing config imports no gymnasium
+
+    names = turn_games.opponent_names("self_play_eval_opponents", value, (turn_games.OLDEST,))
+    return tuple(dict.fromkeys(names))
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     """How a training run is driven. Every field is validated in ``__post_init__``."""
@@ -202,6 +231,8 @@ class RunConfig:
         check_int("self_play_pool", self.self_play_pool, 2)
         check_number("self_play_latest", self.self_play_latest, 0.0, 1.0, False, False)
         check_number("self_play_fixed", self.self_play_fixed, 0.0, 1.0, False, False)
+        fixed_opponent_names(self.self_play_fixed_opponents)  # every run's, self-play or not
+        eval_opponent_names(self.self_play_eval_opponents)
         timeout = self.env_step_timeout_s
         if timeout is not None and not (
             isinstance(timeout, int | float) and not isinstance(timeout, bool)

@@ -41,6 +41,7 @@ import tensorflow as tf
 
 from tfagents_vtrace.envs import turn_games
 from tfagents_vtrace.envs.turn_games import is_self_play
+from tfagents_vtrace.runtime.config import eval_opponent_names, fixed_opponent_names
 
 
 class SnapshotPool(tf.Module):
@@ -211,59 +212,29 @@ def snapshot_policies(build_network):
     return make_policy
 
 
-def _names(field: str, value) -> tuple[str, ...]:
-    """The names a setting of opponents gives: a comma-separated str, or a list or tuple of
-    names (each stripped; blank pieces of a str skipped).
-
-    Raises:
-      ValueError: ``"FIELD: ..."`` for any other value, or a list or tuple holding a non-str.
-    """
-    if isinstance(value, str):
-        return tuple(n.strip() for n in value.split(",") if n.strip())
-    if isinstance(value, list | tuple) and all(isinstance(n, str) for n in value):
-        return tuple(n.strip() for n in value)
-    raise ValueError(
-        f"{field}: expected a str of names separated by commas or a list or tuple of names, "
-        f"received {value!r}"
-    )
-
-
 def fixed_opponents(run) -> tuple[str, ...]:
-    """``run.self_play_fixed_opponents``'s names (a comma-separated str, or a list or tuple).
+    """``run.self_play_fixed_opponents``'s names (a comma-separated str, or a list or tuple),
+    as :func:`~tfagents_vtrace.runtime.config.fixed_opponent_names` reads them (every
+    ``RunConfig`` has checked them).
 
     Raises:
       ValueError: ``"self_play_fixed_opponents: ..."`` for a name that is no fixed opponent,
         none, or a value that is neither a str nor a list or tuple of str.
     """
-    value = run.self_play_fixed_opponents
-    names = _names("self_play_fixed_opponents", value)
-    unknown = [n for n in names if n not in turn_games.OPPONENTS]
-    if unknown or not names:
-        raise ValueError(
-            f"self_play_fixed_opponents: expected names from {sorted(turn_games.OPPONENTS)} "
-            f"separated by commas, received {value!r}"
-        )
-    return names
+    return fixed_opponent_names(run.self_play_fixed_opponents)
 
 
 def eval_opponents(run) -> tuple[str, ...]:
     """``run.self_play_eval_opponents``'s names (a comma-separated str, or a list or tuple),
-    each once, in order.
+    each once, in order, as :func:`~tfagents_vtrace.runtime.config.eval_opponent_names`
+    reads them (every ``RunConfig`` has checked them).
 
     Raises:
       ValueError: ``"self_play_eval_opponents: ..."`` for a name that is neither a fixed
         opponent nor ``oldest``, none, or a value that is neither a str nor a list or tuple
         of str.
     """
-    value = run.self_play_eval_opponents
-    names = tuple(dict.fromkeys(_names("self_play_eval_opponents", value)))
-    known = sorted([*turn_games.OPPONENTS, turn_games.OLDEST])
-    if not names or any(n not in known for n in names):
-        raise ValueError(
-            f"self_play_eval_opponents: expected names from {known} separated by commas, "
-            f"received {value!r}"
-        )
-    return names
+    return eval_opponent_names(run.self_play_eval_opponents)
 
 
 def check_self_play_run(run) -> None:
