@@ -27,3 +27,22 @@ def make_uneven(**kwargs):
 
 def make_mirror(**kwargs):
     return Relay(mirror=True, **kwargs)
+
+
+class _Breaking(UnevenRelay):
+    """An ``UnevenRelay`` whose ``step`` raises at the game's ``breaks_at``-th step."""
+
+    def __init__(self, breaks_at: int = 100, **kwargs):
+        super().__init__(**kwargs)
+        self.breaks_at, self.steps = breaks_at, 0
+
+    def step(self, actions):
+        self.steps += 1
+        if self.steps >= self.breaks_at:
+            raise ZeroDivisionError("the game broke")
+        return super().step(actions)
+
+
+def make_breaking(**kwargs):
+    """A game of two groups (``UnevenRelay``) that raises in its 100th step."""
+    return _Breaking(**kwargs)

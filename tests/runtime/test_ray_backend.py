@@ -1,6 +1,7 @@
 """The Ray actor backend: real CartPole training with Ray actor processes, env failures,
 clean shutdown. Skipped when Ray is not installed (``pip install .[ray]``)."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -343,3 +344,56 @@ def test_ray_actors_play_the_snapshots_of_a_self_play_run(tmp_path, ray_session,
     resumed = seen[rows]  # the restored pool: step 0 and the newest of the first run
     assert all(steps[0] == 0 and steps[-1] >= 1024 for steps in resumed), resumed
     assert pools[-1].error is None
+
+
+def test_ray_actors_step_whole_games_of_two_groups(tmp_path, ray_session, pools):
+    """A game of two groups (agents of different spaces, b leaving early) on Ray: each actor
+    process steps whole games with one actor per group, and each result feeds both groups'
+    learners. Both actors contribute; a killed process is replaced with new games and the run
+    goes on; each group's policy is exported."""
+    pytest.importorskip("pettingzoo")
+    from tests import games
+    from tfagents_vtrace.envs.user_envs import resolve_env
+
+    run = dataclasses.replace(_run(4096, 2, env_id=resolve_env(games.make_uneven)),
+                              export_policy=True)  # fmt: skip
+    trainer = make_driver(run, AGENT, AGENT.Config(), NET, str(tmp_path))
+    seen = kill_process_0(trainer, ray, after_env_steps=1024, times=1, pool=lambda _: pools[0])
+    final = trainer.run()
+    assert final["step"] >= 4096 and final["eval_length"] == 4.5  # a plays 6 steps, b 3
+    assert sorted(os.listdir(tmp_path / "policy")) == ["a", "b"]
+    rows = _rows(str(tmp_path))
+    assert any("a/loss" in row and "b/loss" in row for row in rows)
+    (pool,) = pools
+    assert len(seen["pids"]) == 1 and pool.actor_restarts == [1, 0]
+    assert set(trainer.counters.actor_restarts) == {0, 1}, "unrolls from both Ray actors"
+    # both learners took every result: one update each per advance, the same unroll count
+    a, b = trainer.agent.agents["a"], trainer.agent.agents["b"]
+    assert int(a.learner.optimizer.iterations) == int(b.learner.optimizer.iterations) > 0
+    assert pool.error is None and not pool.is_alive()
+    _assert_actors_dead(pool)
+
+
+def test_a_game_of_two_groups_that_raises_on_ray_ends_the_run_with_a_checkpoint(
+    tmp_path, ray_session, pools
+):
+    """A game that raises in a Ray actor's process cannot be made again for one group alone:
+    the other group's wait is broken, and the run ends with a checkpoint and the game's error,
+    as it does on actor threads."""
+    pytest.importorskip("pettingzoo")
+    from tests import games
+    from tfagents_vtrace.envs.multi_agent import GameHubBroken
+    from tfagents_vtrace.envs.user_envs import resolve_env
+
+    run = _run(10**6, 1, env_id=resolve_env(games.make_breaking))
+    trainer = make_driver(run, AGENT, AGENT.Config(), NET, str(tmp_path))
+    with pytest.raises(GameHubBroken, match="ZeroDivisionError: the game broke") as broken:
+        trainer.run()
+    # the game's own error, not Ray's wrapper (whose first line names the remote call)
+    assert not isinstance(broken.value, ray.exceptions.RayTaskError)
+    assert str(broken.value).startswith("the game of many agents failed (ZeroDivisionError")
+    assert "GameHost.unroll" in broken.value.__notes__[0]  # Ray's text: the remote traceback
+    assert _saved_steps(tmp_path) == trainer.counters.env_steps
+    (pool,) = pools
+    assert not pool.is_alive()
+    _assert_actors_dead(pool)

@@ -440,6 +440,57 @@ def group_vectors(hub: GameHub, timeout_s: float | None = None,
     return {name: GroupVectorEnv(exchange, name) for name in hub.groups}
 
 
+class GameHubs:
+    """The games a run's groups share: for each seed, one :class:`GameHub` of ``num_games``
+    games of the registered game ``env_id``, made by the first group that asks for it (the
+    actors of one index make their environments with the same seed), its groups' vectors
+    (:func:`group_vectors`) handed to the others.
+
+    Picklable (a Ray host builds its own games): what it made stays in the process that made
+    it. ``hub_kwargs`` are :class:`GameHub`'s ``agent_ids`` / ``groups``, ``game_kwargs``
+    the game's own."""
+
+    def __init__(self, env_id: str, num_games: int, timeout_s: float | None = None,
+                 hub_kwargs: dict | None = None, game_kwargs: dict | None = None):  # fmt: skip
+        self.env_id, self.num_games, self.timeout_s = env_id, int(num_games), timeout_s
+        self.hub_kwargs, self.game_kwargs = dict(hub_kwargs or {}), dict(game_kwargs or {})
+        self._made()
+
+    def _made(self) -> None:
+        self._lock = threading.Lock()
+        self._views: dict[int, dict[str, GroupVectorEnv]] = {}
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_views")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._made()
+
+    def vector(self, group: str, seed: int) -> GroupVectorEnv:
+        """Group ``group``'s vector of the games of ``seed`` (made now if they are not)."""
+        with self._lock:
+            views = self._views.get(seed)
+            if views is None:
+                hub = GameHub(game_maker(self.env_id), self.num_games, **self.hub_kwargs,
+                              **self.game_kwargs)  # fmt: skip
+                # seeded once: later resets draw from the games' RNGs
+                views = group_vectors(hub, self.timeout_s, seed)
+                self._views[seed] = views
+            return views[group]
+
+    def abort(self) -> None:
+        """Breaks every exchange: a group waiting for the others' call raises
+        :class:`GameHubBroken`."""
+        with self._lock:
+            for views in self._views.values():
+                next(iter(views.values())).exchange.abort()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._views.clear()
+
+
 class JointVectorEnv(VectorEnv):
     """Every group's columns of a :class:`GameHub` as one NEXT_STEP vector env stepped by one
     thread (an evaluation): observations and actions are ``{group: [B_g, ...]}``; rewards,

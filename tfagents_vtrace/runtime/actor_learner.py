@@ -24,7 +24,11 @@ from tfagents_vtrace.networks.normalization import ReturnScaler
 from tfagents_vtrace.replay.unrolls import UnrollReplay, replayed_per_batch
 from tfagents_vtrace.runtime import strategy as strategy_lib
 from tfagents_vtrace.runtime.acting.time_shares import TimeShares
-from tfagents_vtrace.runtime.acting.unroll_sources import stack_unrolls, unroll_source
+from tfagents_vtrace.runtime.acting.unroll_sources import (
+    acting_spec,
+    stack_unrolls,
+    unroll_source,
+)
 from tfagents_vtrace.runtime.config import stream_seed
 from tfagents_vtrace.runtime.run_agent import NetworkAgent, update_statistics
 from tfagents_vtrace.runtime.self_play import (
@@ -109,24 +113,34 @@ class ActorLearner(NetworkAgent):
             )
         )
 
-    def start(self, counters) -> None:
+    def start(self, counters, source=None) -> None:
+        """Starts acting: the run's unroll source, or ``source`` when given (the groups of a
+        game whose Ray actors step whole games: :mod:`~tfagents_vtrace.runtime.groups`)."""
         run, self.counters = self.run_config, counters
         snapshots = None  # self-play: what Ray actors' processes play (runtime/self_play.py)
         if self.pool is not None:
             self._snapshot_opponents(counters)
             snapshots = (SelfPlaySpec.from_run(run, self.pool), self.pool)
-        spec = self.actor_spec(run.unroll_length, counters.updates, self.seed_offset)
-        self.source = unroll_source(
-            run,
-            spec,
-            self.acting_network,
-            self.env_factory,
-            start=counters.updates,
-            counters=counters,
-            snapshots=snapshots,
-        )
+        if source is None:
+            spec = self.actors_spec(counters)
+            source = unroll_source(
+                run,
+                spec,
+                self.acting_network,
+                self.env_factory,
+                start=counters.updates,
+                counters=counters,
+                snapshots=snapshots,
+            )
+        self.source = source
         self.times = TimeShares(0 if self.source.inline else run.num_actors)
         self.source.start(counters.updates, self.learner.get_weights())
+
+    def actors_spec(self, counters):
+        """The ``ActorSpec`` of this run's actors, from the update count of ``counters``."""
+        run = self.run_config
+        return acting_spec(run, self.actor_spec(run.unroll_length, counters.updates,
+                                                self.seed_offset))  # fmt: skip
 
     def advance(self) -> dict:
         """One update on ``batch_unrolls`` fresh unrolls (and replayed ones), published."""

@@ -19,9 +19,13 @@ metrics ``<group>/<metric>``; checkpoints hold each group's entries under
 greedy policy (:class:`JointPolicy`).
 
 Each group acts from its own thread(s): ``num_actors=0`` (the inline actor) acts with one
-thread per group. A failing game cannot be made again for one group alone: it ends the run
-(with a checkpoint) as an environment past its restart limits does. Not with Ray actors,
-asynchronous workers (A3C, ACER), replay, ``env_groups`` or a warm start.
+thread per group. With ``backend="ray"`` each of the ``num_actors`` Ray actor processes steps
+whole games instead, with one actor per group inside it
+(:mod:`~tfagents_vtrace.runtime.acting.ray_games`): each of its results holds every group's
+unroll of the same steps, and each group's learner takes its own. A failing game cannot be
+made again for one group alone: it ends the run (with a checkpoint) as an environment past
+its restart limits does. Not with asynchronous workers (A3C, ACER), replay, ``env_groups``
+or a warm start.
 """
 
 from __future__ import annotations
@@ -53,8 +57,6 @@ def check_group_run(run) -> None:
     do (module docstring); nothing for other runs."""
     if not is_group_run(run):
         return
-    if run.backend == "ray":
-        raise ValueError("backend: a game of several groups trains on actor threads, not Ray")
     if run.env_groups != 1:
         raise ValueError("env_groups: a game of several groups steps its games whole (1)")
     if run.init_from:
@@ -128,20 +130,21 @@ class GroupsAgent:
         self.groups = multi_agent.game_groups(run.env_id, kwargs)
         agents = sum(len(a) for a in self.groups.values())
         self.num_games = run.num_envs // agents
-        self.make_game = multi_agent.game_maker(run.env_id)
-        self._game_kwargs = {k: v for k, v in kwargs.items()
-                             if k not in ("agent_ids", "agent_groups")}  # fmt: skip
-        self._hub_kwargs = {"agent_ids": kwargs.get("agent_ids", False),
-                            "groups": kwargs.get("agent_groups")}  # fmt: skip
-        self._hubs: dict[int, dict] = {}
-        self._hubs_lock = threading.Lock()
+        self.hubs = multi_agent.GameHubs(
+            run.env_id, self.num_games, HUB_TIMEOUT_S,
+            hub_kwargs={"agent_ids": kwargs.get("agent_ids", False),
+                        "groups": kwargs.get("agent_groups")},
+            game_kwargs={k: v for k, v in kwargs.items()
+                         if k not in ("agent_ids", "agent_groups")},
+        )  # fmt: skip
         self.agents, self.action_spaces = {}, {}
         for name, members in self.groups.items():
             columns = self.num_games * len(members)
             group_run = dataclasses.replace(
                 run,
                 num_envs=columns,
-                num_actors=max(1, run.num_actors),  # a thread per group meets the others
+                # a thread per group meets the others (Ray: in each actor process)
+                num_actors=run.num_actors if run.backend == "ray" else max(1, run.num_actors),
                 env_kwargs={**kwargs, "group": name},
                 total_steps=max(1, math.ceil(run.total_steps * columns / run.num_envs)),
             )
@@ -152,6 +155,8 @@ class GroupsAgent:
                                    env_factory=self._factory(name))  # fmt: skip
             if agent.extra_state is not None:
                 raise ValueError(f"{spec.name}: its replay is not for a game of several groups")
+            if run.backend == "ray" and not hasattr(agent, "actors_spec"):
+                raise ValueError(f"backend: {spec.name} trains a game of several groups locally")
             self.agents[name] = agent
             self.action_spaces[name] = env_spaces(group_run.env_id, group_run.env_kwargs).action
         first = next(iter(self.agents.values()))
@@ -160,23 +165,7 @@ class GroupsAgent:
 
     # -- the games the groups' actors share ---------------------------------------------
     def _factory(self, name: str):
-        def make(num_envs: int, seed: int):
-            with self._hubs_lock:
-                views = self._hubs.get(seed)
-                if views is None:
-                    hub = multi_agent.GameHub(self.make_game, self.num_games,
-                                              **self._hub_kwargs, **self._game_kwargs)  # fmt: skip
-                    # seeded once: later resets draw from the games' RNGs
-                    views = multi_agent.group_vectors(hub, HUB_TIMEOUT_S, seed)
-                    self._hubs[seed] = views
-            return views[name]
-
-        return make
-
-    def _break_hubs(self) -> None:
-        with self._hubs_lock:
-            for views in self._hubs.values():
-                next(iter(views.values())).exchange.abort()
+        return lambda num_envs, seed: self.hubs.vector(name, seed)
 
     # -- the RunAgent protocol ----------------------------------------------------------
     @property
@@ -193,8 +182,24 @@ class GroupsAgent:
         return items
 
     def start(self, counters) -> None:
-        for agent in self.agents.values():
-            agent.start(counters)
+        if self.run_config.backend != "ray":
+            for agent in self.agents.values():
+                agent.start(counters)
+            return
+        from tfagents_vtrace.runtime.acting.actor import WeightStore
+        from tfagents_vtrace.runtime.acting.ray_games import GameActorPool
+        from tfagents_vtrace.runtime.acting.unroll_sources import GroupSource, SplitQueue
+
+        run = self.run_config
+        specs = {name: agent.actors_spec(counters) for name, agent in self.agents.items()}
+        stores = {name: WeightStore() for name in self.agents}
+        split, stop = SplitQueue(self.agents, run.queue_capacity), threading.Event()
+        pool = GameActorPool(specs, self.hubs, run.num_actors, stores, split, stop,
+                             counters=counters, address=run.ray_address,
+                             actor_cpus=run.ray_actor_cpus)  # fmt: skip
+        for name, agent in self.agents.items():  # each publishes its first weights
+            agent.start(counters, source=GroupSource(pool, split, name, stores[name], stop))
+        pool.start()  # Ray's processes built, then driven from the pool's thread
 
     def advance(self) -> dict:
         metrics, streak = {}, 0
@@ -207,11 +212,10 @@ class GroupsAgent:
         return {**metrics, "nonfinite_streak": streak} if metrics else {}
 
     def close(self) -> None:
-        self._break_hubs()  # an actor waiting for another group's step is let go
+        self.hubs.abort()  # an actor waiting for another group's step is let go
         for agent in self.agents.values():
             agent.close()
-        with self._hubs_lock:
-            self._hubs.clear()
+        self.hubs.clear()
 
     def get_weights(self) -> list:
         return [w for agent in self.agents.values() for w in agent.get_weights()]

@@ -28,7 +28,9 @@ unchanged:
   actor's timings arrive in ``info`` as with threads); a Ray actor process that dies is
   replaced, each replacement counted as an env restart in the run's counters at once (the
   replacement's first call goes out once it is built, as :class:`RayWorkerPool` does);
-  an exception raised by the actor code itself is fatal and reported through ``error``;
+  an exception raised by the actor code itself is fatal and reported through ``error``, as
+  the actor's own exception (its type and message for the run's one line; Ray's text, with
+  the remote traceback, as a note: :func:`actor_error`);
 * on stop (end of training or any exception in the learner) every Ray actor is killed, and
   Ray is shut down if the pool started it;
 * the actors are owned by the training process, not detached: when it dies however it dies
@@ -486,6 +488,18 @@ def one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0].rstrip('.')}" if lines else type(error).__name__
 
 
+def actor_error(error: BaseException) -> BaseException:
+    """The exception a Ray actor's code raised (``RayTaskError.cause``: its own type and
+    message, for the run's one line) rather than Ray's wrapper, whose message starts with
+    the remote call's name; Ray's text, which holds the remote traceback, goes with it as a
+    note (printed with its traceback). The wrapper when it holds no cause."""
+    cause = getattr(error, "cause", None)
+    if not isinstance(cause, BaseException):
+        return error
+    cause.add_note(f"raised in a Ray actor: {error}")
+    return cause
+
+
 def ray_logs_dir() -> str:
     """The log directory of this process's Ray session (Ray's default when unknown)."""
     try:
@@ -754,12 +768,17 @@ class RayActorPool(RayProcesses, threading.Thread):
                 except ray.exceptions.RayActorError as error:  # replace; first call once built
                     starting[self._restart(actor_id, error, self.counters)] = actor_id
                     continue
-                if item is not None:
-                    unroll, info = item  # stacked again here, beside the learner's update
-                    self._env_restarts[actor_id] = int(info["env_restarts"])
-                    if not put_until_stopped(self.out, (unpack_unroll(unroll), info), self.stop):
-                        return
+                except ray.exceptions.RayTaskError as error:  # the actor's code raised
+                    raise actor_error(error) from None
+                if item is not None and not self._deliver(actor_id, item):
+                    return
                 pending[self._submit(actor_id)] = actor_id
+
+    def _deliver(self, actor_id: int, item: tuple[dict, dict]) -> bool:
+        """Puts an actor's ``(unroll, info)`` into the learner's queue; False once stopped."""
+        unroll, info = item  # stacked again here, beside the learner's update
+        self._env_restarts[actor_id] = int(info["env_restarts"])
+        return put_until_stopped(self.out, (unpack_unroll(unroll), info), self.stop)
 
 
 class RayWorkerPool(RayProcesses):

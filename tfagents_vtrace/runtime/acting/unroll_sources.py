@@ -38,6 +38,7 @@ deliver nothing.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import queue
@@ -250,6 +251,69 @@ class InlineSource:
         self.actor.close()
 
 
+def acting_spec(run, spec):
+    """``spec`` with the run's ``env_step_timeout_s`` and whether its actors ship each frame
+    once (``RunConfig.ship_frames_once``; by default when unrolls may cross a network)."""
+    timeout = getattr(run, "env_step_timeout_s", spec.env_step_timeout_s)
+    inline = run.backend == "local" and run.num_actors == 0
+    ship = getattr(run, "ship_frames_once", None)
+    if ship is None:  # unrolls that may cross a network (RunConfig.ship_frames_once)
+        ship = run.backend == "ray" and bool(getattr(run, "ray_address", None))
+    ship = ship and not inline
+    return dataclasses.replace(spec, env_step_timeout_s=timeout, ship_frames_once=ship)
+
+
+class SplitQueue:
+    """A bounded queue of ``{group: (unroll, info)}`` items (a Ray pool's actors step whole
+    games of several groups), taken apart for each group's learner: :meth:`view` is the
+    ``get(timeout=)`` of one group's share. The groups' learners take their shares in turn,
+    an item's worth each, so what waits in the groups' own parts stays within a batch."""
+
+    def __init__(self, groups, maxsize: int):
+        self.joint: queue.Queue = queue.Queue(maxsize=maxsize)
+        self._parts = {name: collections.deque() for name in groups}
+        self._lock = threading.Lock()
+
+    def put(self, item: dict, block: bool = True, timeout: float | None = None) -> None:
+        self.joint.put(item, block, timeout)
+
+    def get(self, group: str, timeout: float | None = None) -> tuple[dict, dict]:
+        """Group ``group``'s next ``(unroll, info)``; ``queue.Empty`` after ``timeout``."""
+        with self._lock:
+            if self._parts[group]:
+                return self._parts[group].popleft()
+        item = self.joint.get(timeout=timeout)
+        with self._lock:
+            for name, part in item.items():
+                self._parts[name].append(part)
+            return self._parts[group].popleft()
+
+    def view(self, group: str) -> _GroupView:
+        return _GroupView(self, group)
+
+
+@dataclasses.dataclass(frozen=True)
+class _GroupView:
+    split: SplitQueue
+    group: str
+
+    def get(self, timeout: float | None = None) -> tuple[dict, dict]:
+        return self.split.get(self.group, timeout)
+
+
+class GroupSource(QueueSource):
+    """Group ``group``'s unrolls from a pool (its one thread) whose actors step whole games
+    of several groups into ``split`` (:class:`SplitQueue`); ``store`` holds the group's
+    weights. Whoever made the pool starts it once every group's source has published its
+    first weights."""
+
+    def __init__(self, pool, split: SplitQueue, group: str, store: WeightStore, stop):
+        super().__init__([pool], split.view(group), store, stop)
+
+    def start(self, version: int, weights: list) -> None:
+        self.publish(version, weights)
+
+
 def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, counters=None,
                   snapshots=None):  # fmt: skip
     """The source ``run`` asks for (module docstring), its actors built from ``spec`` (with
@@ -259,13 +323,8 @@ def unroll_source(run, spec, network_factory, env_factory=None, start: int = 0, 
     ``counters`` (optional) count a replaced Ray actor's restart at once; ``snapshots``, a
     self-play run's ``(SelfPlaySpec, SnapshotPool)``, go to Ray actors' processes (threads
     play the pool of this process: :mod:`~tfagents_vtrace.runtime.self_play`)."""
-    timeout = getattr(run, "env_step_timeout_s", spec.env_step_timeout_s)
     inline = run.backend == "local" and run.num_actors == 0
-    ship = getattr(run, "ship_frames_once", None)
-    if ship is None:  # unrolls that may cross a network (RunConfig.ship_frames_once)
-        ship = run.backend == "ray" and bool(getattr(run, "ray_address", None))
-    ship = ship and not inline
-    spec = dataclasses.replace(spec, env_step_timeout_s=timeout, ship_frames_once=ship)
+    spec = acting_spec(run, spec)
     actor_factory = None
     if env_factory is not None:
         actor_factory = lambda seed: env_factory(group_size(spec), seed)  # noqa: E731
