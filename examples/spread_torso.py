@@ -1,0 +1,53 @@
+"""A torso of your own for ``simple_spread`` (mpe2): every agent-to-landmark offset as a set of
+landmark entities, each embedded by one shared layer.
+
+An agent of ``simple_spread`` (``N`` agents, ``N`` landmarks) observes, flat: its velocity (2),
+its position (2), each landmark's offset from it (``N`` x 2), each other agent's offset from it
+(``N - 1`` x 2), the others' messages (``N - 1`` x 2) and, with ``agent_ids``, its one-hot index
+(``N``). Covering the landmarks well is an assignment: which landmark is whose depends on every
+agent's distance to every landmark. ``SpreadRelations`` computes those offsets (landmark minus
+agent, for this agent and each other one) and their lengths, makes each landmark an entity of
+them, embeds each landmark with one layer they share, and reads the landmark codes (in
+landmark order) with the agent's own velocity and index through two tanh layers of 128::
+
+    tfv-train --config=impala_simple_spread --torso=spread_torso:SpreadRelations
+
+(with this file's directory on PYTHONPATH).
+"""
+
+import keras
+
+N = 3
+
+
+def landmark_relations(x, n=N):
+    """``[B, n, 3n]``: for each landmark (in landmark order), its offset from this agent and
+    from each other agent (in the observation's order), each followed by its length
+    (``dx, dy, length`` per agent), read from an agent's flat observation ``x`` ``[B, ...]``
+    (module docstring)."""
+    ops = keras.ops
+    landmarks = ops.reshape(x[:, 4 : 4 + 2 * n], (-1, n, 1, 2))  # from this agent
+    others = ops.reshape(x[:, 4 + 2 * n : 4 + 2 * n + 2 * (n - 1)], (-1, 1, n - 1, 2))
+    offsets = ops.concatenate([landmarks, landmarks - others], axis=2)  # [B, n, n, 2]
+    lengths = ops.sqrt(ops.sum(offsets * offsets, axis=-1, keepdims=True) + 1e-8)
+    return ops.reshape(ops.concatenate([offsets, lengths], -1), (-1, n, 3 * n))
+
+
+class SpreadRelations(keras.layers.Layer):
+    """``[B, 4 + 2n + 4(n - 1) (+ n)]`` -> ``[B, 128]`` (module docstring)."""
+
+    def __init__(self, width=64, n=N, **kw):
+        super().__init__(**kw)
+        self.n, self.width = n, width
+        self.embed = keras.layers.Dense(width, activation="tanh")  # shared by the landmarks
+        self.flatten = keras.layers.Flatten()
+        self.mlp = [keras.layers.Dense(128, activation="tanh") for _ in range(2)]
+
+    def call(self, x):
+        n = self.n
+        codes = self.flatten(self.embed(landmark_relations(x, n)))
+        tail = x[:, 4 + 2 * n + 4 * (n - 1) :]  # the agent's index, if given
+        h = keras.ops.concatenate([codes, x[:, 0:2], tail], axis=-1)
+        for layer in self.mlp:
+            h = layer(h)
+        return h
