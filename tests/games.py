@@ -46,3 +46,23 @@ class _Breaking(UnevenRelay):
 def make_breaking(**kwargs):
     """A game of two groups (``UnevenRelay``) that raises in its 100th step."""
     return _Breaking(**kwargs)
+
+
+class _NanReward(UnevenRelay):
+    """An ``UnevenRelay`` whose agent a's reward is NaN from the game's ``nan_at``-th step."""
+
+    def __init__(self, nan_at: int = 40, **kwargs):
+        super().__init__(**kwargs)
+        self.nan_at, self.steps = nan_at, 0
+
+    def step(self, actions):
+        self.steps += 1
+        obs, rewards, *rest = super().step(actions)
+        if self.steps >= self.nan_at and "a" in rewards:
+            rewards = {**rewards, "a": float("nan")}
+        return (obs, rewards, *rest)
+
+
+def make_nan_reward(**kwargs):
+    """A game of two groups (``UnevenRelay``) whose agent a's reward turns NaN at step 40."""
+    return _NanReward(**kwargs)

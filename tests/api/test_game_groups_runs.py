@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +117,50 @@ def test_settings_a_game_of_several_groups_refuses(tmp_path):
         tv.train("impala", env=games.make_uneven, logdir=str(tmp_path / "c"),
                  policy_for_agent=lambda agent: "x", total_steps=64)  # fmt: skip
     assert not any((tmp_path / name).exists() for name in "abc")
+
+
+def test_a_groups_vector_is_never_made_again_alone(tmp_path):
+    """A NaN reward makes an actor remake its vector; a group's share of games the other
+    group steps too cannot be: the run ends at once with the cause, and a checkpoint."""
+    from tfagents_vtrace.envs.multi_agent import GameHubBroken
+
+    start = time.monotonic()
+    with pytest.raises(GameHubBroken, match=r"the game of many agents failed \(.*nan") as broken:
+        tv.train("impala", env=games.make_nan_reward, logdir=str(tmp_path / "run"),
+                 total_steps=10**6, **SMALL)  # fmt: skip
+    assert time.monotonic() - start < 120, "not after a group's wait timed out"
+    assert os.listdir(tmp_path / "run" / "checkpoints"), broken.value
+
+
+def test_the_groups_of_one_game_share_its_seed_but_not_their_draws(monkeypatch):
+    """Both groups' actors of one index step the same games (one seed), while their actions
+    are sampled with seeds of their own: equal seeds would draw the same numbers for both."""
+    from tfagents_vtrace.envs.multi_agent import GameHubs
+    from tfagents_vtrace.envs.user_envs import resolve_env
+    from tfagents_vtrace.networks import NetworkConfig
+    from tfagents_vtrace.runtime.acting import actor as actor_lib
+
+    seeds = []
+    make_policy = actor_lib.make_policy
+
+    def recording(network, impl, seed=0, label=""):
+        seeds.append(seed)
+        return make_policy(network, impl, seed=seed, label=label)
+
+    monkeypatch.setattr(actor_lib, "make_policy", recording)
+    env_id = resolve_env(games.make_uneven)
+    hubs = GameHubs(env_id, 2, 30.0)
+    actors = [
+        actor_lib.Actor(
+            actor_lib.ActorSpec(
+                env_id, NetworkConfig(hidden_sizes=(8,)), 2, 4, seed=5, env_kwargs={"group": g}
+            ),
+            0,
+            None,
+            lambda seed, g=g: hubs.vector(g, seed),
+        )  # fmt: skip
+        for g in ("a", "b")
+    ]
+    assert seeds[0] != seeds[1]
+    assert actors[0]._seed(0) == actors[1]._seed(0)  # the games' seed, shared
+    hubs.abort()

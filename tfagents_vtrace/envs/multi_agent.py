@@ -430,6 +430,13 @@ class GroupVectorEnv(VectorEnv):
         self.exchange.abort()
         self.exchange.hub.close()
 
+    def restart_error(self, error: BaseException) -> GameHubBroken:
+        """What an actor raises instead of making this vector again after ``error``: the
+        games are the other groups' too, so it cannot be made again alone. Breaks the
+        exchange (the other groups' calls raise)."""
+        self.exchange.abort()
+        return GameHubBroken(f"the game of many agents failed ({type(error).__name__}: {error})")
+
 
 def group_vectors(hub: GameHub, timeout_s: float | None = None,
                   seed: int | None = None) -> dict[str, GroupVectorEnv]:  # fmt: skip

@@ -77,6 +77,7 @@ import logging
 import queue
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -239,7 +240,10 @@ class Actor:
         # restart count, so its environments and action sampling draw new seeds.
         self._restarts_base = int(env_restarts)
         seed = self._seed(self._restarts_base)
-        self.policy = make_policy(network, spec.policy_impl, seed=seed + 7,
+        # the groups of a game of several groups share its seed (their games), not their draws
+        group = spec.env_kwargs.get("group") if isinstance(spec.env_kwargs, dict) else None
+        draws = 0 if group is None else zlib.crc32(str(group).encode()) % 1_000_003
+        self.policy = make_policy(network, spec.policy_impl, seed=seed + 7 + draws,
                                   label=f"actor {self.actor_id}")  # fmt: skip
         self.weights_version = -1
         self.restarts = RestartPolicy()  # whole-vector failures: window, backoff, EnvFailure
@@ -357,6 +361,9 @@ class Actor:
         (:class:`RestartPolicy`: a backoff for failures in a row, :class:`EnvFailure` past
         the limits); returns the new vector's first observation (the caller updates the
         carry)."""
+        remade_alone = getattr(group.env, "restart_error", None)
+        if remade_alone is not None:  # a group's columns of games the other groups step too
+            raise remade_alone(error) from error
         start = time.perf_counter()
         self._restarts_base += getattr(group.env, "restarts", 0)  # its own sub-env restarts
         while True:

@@ -80,8 +80,9 @@ class GameHost(HostProcess):
             self.hubs.abort()  # the groups still waiting for this one's step are let go
             concurrent.futures.wait(calls.values())
             errors = [call.exception() for call in calls.values() if call.exception()]
-            causes = [e for e in errors if not isinstance(e, GameHubBroken)]
-            raise (causes or errors)[0]  # a group's own error before the others' broken waits
+            # a group's own error before the others' waits that broke with no cause
+            causes = [e for e in errors if not isinstance(e, GameHubBroken) or e.__cause__]
+            raise (causes or errors)[0]
         return {name: call.result() for name, call in calls.items()}
 
 
