@@ -10,9 +10,11 @@ agent, for this agent and each other one) and their lengths, makes each landmark
 them, embeds each landmark with one layer they share, and reads the landmark codes (in
 landmark order) with the agent's own velocity and index through two tanh layers of 128::
 
-    tfv-train --config=impala_simple_spread --torso=spread_torso:SpreadRelations
+    tfv-train --config=impala_simple_spread --torso=spread_torso:SpreadRelations \
+        --value_hidden_sizes=128,128 --value_clip=1.0
 
-(with this file's directory on PYTHONPATH).
+(with this file's directory on PYTHONPATH): the value has an MLP of its own on the
+observation, its loss clipped as PPO2's.
 """
 
 import keras

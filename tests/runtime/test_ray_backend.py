@@ -367,9 +367,6 @@ def test_ray_actors_step_whole_games_of_two_groups(tmp_path, ray_session, pools)
     (pool,) = pools
     assert len(seen["pids"]) == 1 and pool.actor_restarts == [1, 0]
     assert set(trainer.counters.actor_restarts) == {0, 1}, "unrolls from both Ray actors"
-    # both learners took every result: one update each per advance, the same unroll count
-    a, b = trainer.agent.agents["a"], trainer.agent.agents["b"]
-    assert int(a.learner.optimizer.iterations) == int(b.learner.optimizer.iterations) > 0
     assert pool.error is None and not pool.is_alive()
     _assert_actors_dead(pool)
 

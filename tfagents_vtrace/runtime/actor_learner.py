@@ -121,6 +121,8 @@ class ActorLearner(NetworkAgent):
         if self.pool is not None:
             self._snapshot_opponents(counters)
             snapshots = (SelfPlaySpec.from_run(run, self.pool), self.pool)
+        if source is not None and snapshots is not None:
+            raise ValueError("self_play: not for a game of several groups")
         if source is None:
             spec = self.actors_spec(counters)
             source = unroll_source(

@@ -266,8 +266,9 @@ def acting_spec(run, spec):
 class SplitQueue:
     """A bounded queue of ``{group: (unroll, info)}`` items (a Ray pool's actors step whole
     games of several groups), taken apart for each group's learner: :meth:`view` is the
-    ``get(timeout=)`` of one group's share. The groups' learners take their shares in turn,
-    an item's worth each, so what waits in the groups' own parts stays within a batch."""
+    ``get(timeout=)`` of one group's share. The groups' parts have no bound of their own:
+    the groups' learners take a batch's worth each in turn, so what waits in them stays
+    within a batch."""
 
     def __init__(self, groups, maxsize: int):
         self.joint: queue.Queue = queue.Queue(maxsize=maxsize)
