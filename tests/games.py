@@ -29,40 +29,29 @@ def make_mirror(**kwargs):
     return Relay(mirror=True, **kwargs)
 
 
-class _Breaking(UnevenRelay):
-    """An ``UnevenRelay`` whose ``step`` raises at the game's ``breaks_at``-th step."""
+class _Faulty(UnevenRelay):
+    """An ``UnevenRelay`` that goes wrong from the game's ``at``-th step: ``how="raise"``
+    raises there, ``how="nan"`` gives agent a a NaN reward."""
 
-    def __init__(self, breaks_at: int = 100, **kwargs):
+    def __init__(self, at: int, how: str, **kwargs):
         super().__init__(**kwargs)
-        self.breaks_at, self.steps = breaks_at, 0
+        self.at, self.how, self.steps = at, how, 0
 
     def step(self, actions):
         self.steps += 1
-        if self.steps >= self.breaks_at:
+        if self.steps >= self.at and self.how == "raise":
             raise ZeroDivisionError("the game broke")
-        return super().step(actions)
-
-
-def make_breaking(**kwargs):
-    """A game of two groups (``UnevenRelay``) that raises in its 100th step."""
-    return _Breaking(**kwargs)
-
-
-class _NanReward(UnevenRelay):
-    """An ``UnevenRelay`` whose agent a's reward is NaN from the game's ``nan_at``-th step."""
-
-    def __init__(self, nan_at: int = 40, **kwargs):
-        super().__init__(**kwargs)
-        self.nan_at, self.steps = nan_at, 0
-
-    def step(self, actions):
-        self.steps += 1
         obs, rewards, *rest = super().step(actions)
-        if self.steps >= self.nan_at and "a" in rewards:
+        if self.steps >= self.at and "a" in rewards:
             rewards = {**rewards, "a": float("nan")}
         return (obs, rewards, *rest)
 
 
+def make_breaking(**kwargs):
+    """A game of two groups (``UnevenRelay``) that raises in its 100th step."""
+    return _Faulty(100, "raise", **kwargs)
+
+
 def make_nan_reward(**kwargs):
     """A game of two groups (``UnevenRelay``) whose agent a's reward turns NaN at step 40."""
-    return _NanReward(**kwargs)
+    return _Faulty(40, "nan", **kwargs)
