@@ -6,9 +6,16 @@
 ``[x, t / length]`` with a bit ``x`` drawn for it, and earns 1 for the action ``x`` (``b``
 for the action 1 whatever it sees when ``mirror``: a shared policy then needs the agents'
 ids to earn everything). ``b`` arrives at step
-``b_arrives`` and leaves the game (terminated) when ``b_leaves`` steps have passed; ``a`` is
-truncated after ``length`` steps, which ends the game. The best return is ``length`` for
-``a`` and ``b_leaves - b_arrives`` for ``b``.
+``b_arrives`` and leaves the game (terminated) when ``b_leaves`` steps have passed; ``a``'s
+end after ``length`` steps ends the game. The best return is ``length`` for ``a`` and
+``b_leaves - b_arrives`` for ``b``.
+
+``a`` sees the time, so its end is part of the game: a termination (Pardo et al., "Time
+Limits in Reinforcement Learning", https://arxiv.org/abs/1712.00378). ``a_truncated=True``
+reports it as a truncation instead, as a time limit the agent cannot see would be: the
+learner then bootstraps from ``a``'s last observation, ``t / length = 1``, a state no value
+target ever reaches, and the value's estimates there and before it grow without bound
+(the policy still learns the game).
 """
 
 from __future__ import annotations
@@ -22,9 +29,9 @@ class Relay(ParallelEnv):
     metadata = {"name": "relay_v0", "is_parallelizable": True}
 
     def __init__(self, length: int = 6, b_leaves: int = 3, b_arrives: int = 0,
-                 mirror: bool = False):  # fmt: skip
+                 mirror: bool = False, a_truncated: bool = False):  # fmt: skip
         self.length, self.b_leaves, self.b_arrives = length, b_leaves, b_arrives
-        self.mirror = mirror
+        self.mirror, self.a_truncated = mirror, a_truncated
         self.possible_agents = ["a", "b"]
         self.agents = []
         self._rng = np.random.default_rng()
@@ -56,8 +63,11 @@ class Relay(ParallelEnv):
         took_part = list(self.agents)
         rewards = {a: float(int(actions[a]) == self._target(a)) for a in took_part}
         self.t += 1
+        a_ends = "a" in took_part and self.t >= self.length
         terminations = {a: a == "b" and self.t >= self.b_leaves for a in took_part}
-        truncations = {a: a == "a" and self.t >= self.length for a in took_part}
+        truncations = {a: False for a in took_part}
+        if a_ends:
+            (truncations if self.a_truncated else terminations)["a"] = True
         self.agents = [a for a in took_part if not (terminations[a] or truncations[a])]
         if self.agents and self.t == self.b_arrives and "b" not in took_part:
             self.agents.append("b")

@@ -40,8 +40,9 @@ def test_groups_by_spaces_by_default_or_as_mapped():
         agent_groups(uneven, {"a": "x", "b": "x"})
 
 
-def test_a_hub_steps_each_groups_columns_with_their_own_spaces():
-    hub = GameHub(games.make_uneven, 3)
+@pytest.mark.parametrize("a_truncated", [False, True])
+def test_a_hub_steps_each_groups_columns_with_their_own_spaces(a_truncated):
+    hub = GameHub(games.make_uneven, 3, a_truncated=a_truncated)
     assert {n: g.observation_space.shape for n, g in hub.groups.items()} == {"a": (2,), "b": (3,)}
     assert hub.groups["b"].action_space == gym.spaces.Discrete(3)
     out = hub.reset(seed=0)
@@ -53,7 +54,8 @@ def test_a_hub_steps_each_groups_columns_with_their_own_spaces():
         _, rb, tb, ub, ib = out["b"]
         # a's 6 steps, b's 3, then the reset step (k = 6) and a new game
         assert np.all(ra == (k != 6)) and np.all(rb == (k < 3 or k == 7)), k
-        assert np.all(tb == (k == 2)) and np.all(ua == (k == 5)) and not ta.any() and not ub.any()
+        assert np.all(ta == (k == 5 and not a_truncated)) and np.all(ua == (k == 5 and a_truncated))
+        assert np.all(tb == (k == 2)) and not ub.any()
         assert np.all(ib[INACTIVE] == (2 <= k <= 5)) and np.all(ia[INACTIVE] == (k == 5))
 
 

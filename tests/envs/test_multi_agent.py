@@ -19,10 +19,10 @@ from tfagents_vtrace.envs.multi_agent import (  # noqa: E402
 from tfagents_vtrace.envs.user_envs import resolve_env  # noqa: E402
 
 
-def _script(length, b_leaves, b_arrives, steps):
+def _script(length, b_leaves, b_arrives, steps, a_truncated):
     """The expected ``(inactive after the step, reward mask, terminated, truncated)`` of one
     game's columns ``[a, b]`` over ``steps`` steps, played by hand from the game's rules
-    (the module docstring of tests/games.py), with NEXT_STEP resets."""
+    (the module docstring of examples/relay_game.py), with NEXT_STEP resets."""
     out, t, present, reset_next = [], 0, {"a": True, "b": b_arrives == 0}, False
     for _ in range(steps):
         if reset_next:  # the reset step: no outcome, a new game
@@ -31,9 +31,10 @@ def _script(length, b_leaves, b_arrives, steps):
             continue
         took = dict(present)
         t += 1
-        term = [0, int(took["b"] and t >= b_leaves)]
-        trunc = [int(took["a"] and t >= length), 0]
-        present = {"a": took["a"] and not trunc[0], "b": took["b"] and not term[1]}
+        a_ends = int(took["a"] and t >= length)
+        term = [0 if a_truncated else a_ends, int(took["b"] and t >= b_leaves)]
+        trunc = [a_ends if a_truncated else 0, 0]
+        present = {"a": took["a"] and not a_ends, "b": took["b"] and not term[1]}
         if present["a"] and t == b_arrives and not took["b"]:
             present["b"] = True
         if not present["a"] and not present["b"]:
@@ -43,16 +44,17 @@ def _script(length, b_leaves, b_arrives, steps):
     return out
 
 
-@pytest.mark.parametrize("b_leaves,b_arrives", [(3, 0), (6, 2)])
-def test_columns_follow_the_game_and_absent_agents_are_inactive_zeros(b_leaves, b_arrives):
+@pytest.mark.parametrize("b_leaves,b_arrives,a_truncated", [(3, 0, False), (6, 2, True)])
+def test_columns_follow_the_game_and_absent_agents_are_inactive_zeros(b_leaves, b_arrives,
+                                                                      a_truncated):  # fmt: skip
     length, steps, g = 6, 20, 3
     env = ParallelVectorEnv(games.make_relay, 2 * g, length=length, b_leaves=b_leaves,
-                            b_arrives=b_arrives)  # fmt: skip
+                            b_arrives=b_arrives, a_truncated=a_truncated)  # fmt: skip
     assert env.num_envs == 2 * g and env.single_action_space == gym.spaces.Discrete(2)
     obs, info = env.reset(seed=5)
     assert obs.shape == (2 * g, 2)
     np.testing.assert_array_equal(info[INACTIVE], [False, b_arrives > 0] * g)
-    script = _script(length, b_leaves, b_arrives, steps)
+    script = _script(length, b_leaves, b_arrives, steps, a_truncated)
     prev_inactive = info[INACTIVE]
     for k in range(steps):
         # the right action for every live column: the bit it observes (x = obs[0])
