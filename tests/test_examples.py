@@ -75,39 +75,3 @@ def test_train_with_the_attention_torso_on_a_set_of_entities(tmp_path):
         "print('ok')\n"
     )
     assert _run([sys.executable, "-c", code], tmp_path).strip().endswith("ok")
-
-
-def test_the_spread_torso_reads_every_agent_to_landmark_offset_of_the_game():
-    """``spread_torso.landmark_relations`` against mpe2's own world state: for each agent's
-    observation, each landmark's offset from that agent and from each other agent (in the
-    observation's order) and their lengths."""
-    pytest.importorskip("mpe2", reason="mpe2 is not installed (pip install .[mpe])")
-    import importlib.util
-
-    import numpy as np
-    from mpe2 import simple_spread_v3
-
-    spec = importlib.util.spec_from_file_location(
-        "spread_torso", os.path.join(EXAMPLES, "spread_torso.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    env = simple_spread_v3.parallel_env(N=3)
-    obs, _ = env.reset(seed=3)
-    rng = np.random.default_rng(0)
-    for _ in range(4):  # moving agents: velocities and positions away from the start
-        obs, *_ = env.step({a: int(rng.integers(5)) for a in env.agents})
-    world = env.unwrapped.world
-    x = np.stack([obs[a.name] for a in world.agents]).astype(np.float32)
-    relations = np.asarray(module.landmark_relations(x))
-    assert relations.shape == (3, 3, 9)
-    for i, agent in enumerate(world.agents):
-        seen_from = [agent, *(a for a in world.agents if a is not agent)]
-        for k, landmark in enumerate(world.landmarks):
-            for j, other in enumerate(seen_from):
-                offset = landmark.state.p_pos - other.state.p_pos
-                np.testing.assert_allclose(relations[i, k, 3 * j : 3 * j + 2], offset, atol=1e-5)
-                np.testing.assert_allclose(relations[i, k, 3 * j + 2], np.hypot(*offset),
-                                           atol=1e-4)  # fmt: skip
-    ids = np.eye(3, dtype=np.float32)
-    assert tuple(module.SpreadRelations()(np.concatenate([x, ids], 1)).shape) == (3, 128)

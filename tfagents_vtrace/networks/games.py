@@ -1,5 +1,7 @@
-"""A torso of your own for ``simple_spread`` (mpe2): every agent-to-landmark offset as a set of
-landmark entities, each embedded by one shared layer.
+"""Torsos for the shipped configs' games, named by import path like a torso of one's own.
+
+``SpreadRelations`` is the torso of ``configs/impala_simple_spread.cfg``
+(``--torso=tfagents_vtrace.networks.games:SpreadRelations``) for ``simple_spread`` (mpe2).
 
 An agent of ``simple_spread`` (``N`` agents, ``N`` landmarks) observes, flat: its velocity (2),
 its position (2), each landmark's offset from it (``N`` x 2), each other agent's offset from it
@@ -8,13 +10,9 @@ its position (2), each landmark's offset from it (``N`` x 2), each other agent's
 agent's distance to every landmark. ``SpreadRelations`` computes those offsets (landmark minus
 agent, for this agent and each other one) and their lengths, makes each landmark an entity of
 them, embeds each landmark with one layer they share, and reads the landmark codes (in
-landmark order) with the agent's own velocity and index through two tanh layers of 128::
-
-    tfv-train --config=impala_simple_spread --torso=spread_torso:SpreadRelations \
-        --value_hidden_sizes=128,128 --value_clip=1.0
-
-(with this file's directory on PYTHONPATH): the value has an MLP of its own on the
-observation, its loss clipped as PPO2's.
+landmark order) with the agent's own velocity and index through two tanh layers of 128. The
+config gives the value an MLP of its own on the observation, its loss clipped as PPO2's.
+Results: docs/results/multi_agent.md.
 """
 
 import keras
