@@ -32,3 +32,15 @@ def test_the_spread_torso_reads_every_agent_to_landmark_offset_of_the_game():
                                            atol=1e-4)  # fmt: skip
     ids = np.eye(3, dtype=np.float32)
     assert tuple(SpreadRelations()(np.concatenate([x, ids], 1)).shape) == (3, 128)
+
+
+def test_the_spread_torso_refuses_a_game_of_other_widths():
+    """A game of 4 agents (24 numbers, 28 with agent_ids) is not read as one of 3."""
+    import gymnasium as gym
+
+    for width in (18, 21):
+        SpreadRelations(observation_space=gym.spaces.Box(-1, 1, (width,)))
+    for width in (24, 28):
+        with pytest.raises(ValueError, match=rf"^torso: SpreadRelations .* shape \({width},\)$"):
+            SpreadRelations(observation_space=gym.spaces.Box(-1, 1, (width,)))
+    SpreadRelations(n=4, observation_space=gym.spaces.Box(-1, 1, (28,)))

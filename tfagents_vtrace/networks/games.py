@@ -34,10 +34,18 @@ def landmark_relations(x, n=N):
 
 
 class SpreadRelations(keras.layers.Layer):
-    """``[B, 4 + 2n + 4(n - 1) (+ n)]`` -> ``[B, 128]`` (module docstring)."""
+    """``[B, 4 + 2n + 4(n - 1) (+ n)]`` -> ``[B, 128]`` (module docstring). Given the run's
+    ``observation_space``, a ``ValueError`` names any other width: a game of another ``N``
+    needs ``n=`` to match."""
 
-    def __init__(self, width=64, n=N, **kw):
+    def __init__(self, width=64, n=N, observation_space=None, **kw):
         super().__init__(**kw)
+        shape = getattr(observation_space, "shape", None)
+        if observation_space is not None and shape not in ((6 * n,), (7 * n,)):
+            raise ValueError(
+                f"torso: SpreadRelations reads simple_spread of {n} agents, whose observations "
+                f"are ({6 * n},), or ({7 * n},) with agent_ids; received shape {shape}"
+            )
         self.n, self.width = n, width
         self.embed = keras.layers.Dense(width, activation="tanh")  # shared by the landmarks
         self.flatten = keras.layers.Flatten()
