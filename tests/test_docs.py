@@ -5,6 +5,10 @@ wrote, e.g. evaluate after train), with ``examples/`` linked there and on PYTHON
 venv's bin directory first on PATH. ``total_steps=<N>`` becomes 3000 and ``episodes=<N>`` 2.
 Blocks tagged otherwise (```console, ```text) are not run: install commands, ``make train`` /
 ``make test`` (they would recurse), output samples, cluster commands.
+``make test`` runs the pages a new user starts with (:data:`QUICK_START`: the README and the
+own-environment guide); ``make test-long`` runs the other guides' blocks (marked ``long``:
+each launches TensorFlow processes, several minutes in all, and every feature they show has
+its own tests in ``make test``).
 """
 
 import concurrent.futures
@@ -24,6 +28,7 @@ GUIDE = os.path.join(ROOT, "docs", "guide")
 PAGES = ["README.md"] + sorted(
     os.path.join("docs", "guide", n) for n in os.listdir(GUIDE) if n.endswith(".md")
 )
+QUICK_START = ("README.md", os.path.join("docs", "guide", "own_environment.md"))
 RESULTS = sorted(
     os.path.join("docs", "results", n)
     for n in os.listdir(os.path.join(ROOT, "docs", "results"))
@@ -66,6 +71,10 @@ def test_shorten_rewrites_budgets():
     code = "tv.train(total_steps=100_000)\ntfv-train --total_steps=100000 --episodes=10"
     assert shorten(code) == "tv.train(total_steps=3000)\ntfv-train --total_steps=3000 --episodes=2"
     assert shorten("--eval_episodes=10") == "--eval_episodes=10"
+
+
+def test_the_quick_start_pages_exist():
+    assert set(QUICK_START) <= set(PAGES)
 
 
 def test_readme_is_short_and_keeps_the_quick_start():
@@ -151,7 +160,9 @@ def test_loadgroup_keeps_a_group_on_one_worker(request):
 
 
 @pytest.mark.xdist_group("docs")  # make test's --dist loadgroup: the pages on one worker
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize(
+    "page", [p if p in QUICK_START else pytest.param(p, marks=pytest.mark.long) for p in PAGES]
+)
 def test_code_blocks_run(page, page_failures):
     if not blocks(_read(page)):
         pytest.skip(f"{page} has no block to run")

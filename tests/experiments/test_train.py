@@ -50,7 +50,9 @@ def test_smoke_run_writes_the_run_directory(tmp_path):
     assert [r["step"] for r in rows if "eval_return" in r] == [512, 1024]
 
 
-@pytest.mark.slow  # a subprocess importing TensorFlow and training
+# make test-long (the suite's time): the command-line twin of test_driver.py's killed runs;
+# test_chaos.py kills this command at random moments in make test.
+@pytest.mark.long
 def test_killed_run_resumes_from_its_checkpoint(tmp_path):
     logdir = str(tmp_path / "run")
     proc = subprocess.Popen(
@@ -87,7 +89,10 @@ def test_help_lists_the_training_flags():
     assert "--vtrace_lambda" not in out.stdout  # IMPALA's: --helpfull only
 
 
-@pytest.mark.slow  # subprocesses importing TensorFlow
+# make test-long (the suite's time): in make test, test_flag_errors.py checks the command's
+# one-line errors case by case, test_run_dir_ownership.py a folder of the user's as --logdir
+# and test_self_play.py the opponents' names.
+@pytest.mark.long
 def test_bad_input_ends_with_one_line_naming_the_flag(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
