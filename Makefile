@@ -36,8 +36,8 @@ lint: install-test
 test: lint
 	$(PY) -m pytest -n 2 --dist loadgroup --timeout=900 -q -m "not long" --durations=25
 
-# Tests marked long (command-line twins of faster in-process tests, the guides' code blocks):
-# not in CI's budget.
+# Tests marked long (command-line twins of faster in-process tests, the guides' code blocks,
+# benchmarks' runs): not in CI's budget.
 test-long: install-test
 	$(PY) -m pytest -n 2 --dist loadgroup --timeout=900 -q -m long
 

@@ -5,10 +5,11 @@ wrote, e.g. evaluate after train), with ``examples/`` linked there and on PYTHON
 venv's bin directory first on PATH. ``total_steps=<N>`` becomes 3000 and ``episodes=<N>`` 2.
 Blocks tagged otherwise (```console, ```text) are not run: install commands, ``make train`` /
 ``make test`` (they would recurse), output samples, cluster commands.
-``make test`` runs the pages a new user starts with (:data:`QUICK_START`: the README and the
-own-environment guide); ``make test-long`` runs the other guides' blocks (marked ``long``:
-each launches TensorFlow processes, several minutes in all, and every feature they show has
-its own tests in ``make test``).
+``make test`` runs the page a new user starts with (:data:`QUICK_START`, the README: its own
+environment from Python and the command line, the exported policy in plain TensorFlow);
+``make test-long`` runs the guides' blocks (marked ``long``: each launches TensorFlow
+processes, several minutes in all, and every feature they show has its own tests in
+``make test``).
 """
 
 import concurrent.futures
@@ -28,7 +29,7 @@ GUIDE = os.path.join(ROOT, "docs", "guide")
 PAGES = ["README.md"] + sorted(
     os.path.join("docs", "guide", n) for n in os.listdir(GUIDE) if n.endswith(".md")
 )
-QUICK_START = ("README.md", os.path.join("docs", "guide", "own_environment.md"))
+QUICK_START = ("README.md",)
 RESULTS = sorted(
     os.path.join("docs", "results", n)
     for n in os.listdir(os.path.join(ROOT, "docs", "results"))

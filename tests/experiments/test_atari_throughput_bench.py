@@ -26,7 +26,7 @@ def test_an_unknown_system_is_one_line_and_exit_code_2():
     assert out.stderr.strip().splitlines()[-1].startswith("error: --systems: unknown ['dqn']")
 
 
-@pytest.mark.slow  # trains 400 Pong steps through experiments.train
+@pytest.mark.long  # trains 400 Pong steps through experiments.train (the suite's time)
 @pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("ale_py", "cv2")), reason="atari extra"
 )
@@ -85,6 +85,7 @@ def test_a_baseline_tree_without_the_flagfile_is_refused(tmp_path):
     )
 
 
+@pytest.mark.long  # the env-only ceiling of a Pong vector first (the suite's time)
 @pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("ale_py", "cv2")), reason="atari extra"
 )

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.xdist_group("chaos")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 chaos = load_benchmark("chaos_lib", register=True)  # dataclasses look their module up by name
 
-KILLS = 3  # per agent (benchmarks/chaos_resume.py: 50+)
+KILLS = 2  # per agent (benchmarks/chaos_resume.py: 50+)
 
 # One short run per agent for the damage cases: checkpoints every 0.05 s, so the directory
 # ends with three (max_to_keep) to fall back through.
