@@ -46,3 +46,13 @@ def waits(monkeypatch):
 
     monkeypatch.setattr(time, "sleep", sleep)
     return recorded
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules holding a test marked ``slow`` (subprocesses, Ray, training runs) come first,
+    each module's tests kept together and in order. ``make test``'s ``--dist loadgroup``
+    hands out the xdist groups first, then single tests in this order: the long ones start
+    early and short ones fill the end, rather than one worker finishing a long test alone
+    while the other waits."""
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module.__name__ not in slow)  # stable: order kept

@@ -18,6 +18,7 @@ def _run(args, cwd, **env):
     return done.stdout
 
 
+@pytest.mark.slow  # subprocesses importing TensorFlow and training
 def test_train_from_python_then_play_the_policy(tmp_path):
     logdir = str(tmp_path / "corridor")
     out = _run([sys.executable, os.path.join(EXAMPLES, "train_from_python.py"),
@@ -62,6 +63,7 @@ def test_the_masked_game_trains_and_never_takes_a_masked_action(tmp_path):
     assert out.strip().endswith("forbidden actions taken: 0"), out[-500:]
 
 
+@pytest.mark.slow  # subprocesses importing TensorFlow and training
 def test_train_with_the_attention_torso_on_a_set_of_entities(tmp_path):
     logdir = _train_with_a_torso_example("attention_torso", "EntityAttention", tmp_path)
     # the exported policy holds the attention layers: it steps without the example's module

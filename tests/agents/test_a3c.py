@@ -195,6 +195,7 @@ def _ray_run(total_steps, **kw):
 RAY_NET = NetworkConfig(hidden_sizes=(16,))
 
 
+@pytest.mark.slow  # a private Ray and worker processes importing TensorFlow
 def test_ray_workers_train_resume_export_and_a_killed_worker_is_replaced(tmp_path, ray_session):
     """Two worker processes return gradients that the driver applies in arrival order; the
     run directory checkpoints, exports and resumes as with threads; a worker process killed

@@ -216,6 +216,7 @@ def test_ray_backend_needs_workers(tmp_path):
         train(run, AcerConfig(), NetworkConfig(), str(tmp_path))
 
 
+@pytest.mark.slow  # a private Ray and worker processes importing TensorFlow
 def test_ray_workers_train_into_the_learners_replay_and_a_killed_one_is_replaced(
     tmp_path, ray_session
 ):

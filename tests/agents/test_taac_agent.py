@@ -284,6 +284,7 @@ def test_interrupt_saves_checkpoint_and_replay_then_resumes(tmp_path, capsys):
     assert "step=80 " in capsys.readouterr().err  # the final row is shown too
 
 
+@pytest.mark.slow  # a private Ray and collector processes importing TensorFlow
 def test_ray_collectors_train_resume_export_and_a_killed_one_is_replaced(tmp_path, ray_session):
     """Two collector processes (Ape-X style) fill the learner's replay, one stream each, and
     every collected call is followed by a training call; the run checkpoints (replay

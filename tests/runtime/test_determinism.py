@@ -48,6 +48,7 @@ def _run(agent, logdir, load: bool):
     return rows, weights, {k: v for k, v in final.items() if k not in TIMINGS and "wall" not in k}
 
 
+@pytest.mark.slow  # two training runs per agent, one beside a busy thread
 @pytest.mark.parametrize("agent", list(RUN_KW))
 def test_two_deterministic_runs_are_identical(tmp_path, agent):
     rows_a, weights_a, final_a = _run(agent, tmp_path / "a", load=False)

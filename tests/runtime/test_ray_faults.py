@@ -270,7 +270,10 @@ def _stop_and_check(proc, logdir, err_path, send) -> int:
 
 
 @requires_ray
-@pytest.mark.slow  # two training processes, each a private Ray with two actors
+# make test-long (the suite's time): in make test, test_chaos_signals.py stops a Ray run with
+# SIGTERM and resumes it, and test_signals_reach_the_run_not_ray_... sends a terminal's
+# SIGHUP to a Ray run's process group.
+@pytest.mark.long  # two training processes, each a private Ray with two actors
 def test_sigterm_and_a_closed_terminal_under_ray_checkpoint_and_the_run_resumes(tmp_path):
     """SIGTERM under ``--backend=ray`` aborted with a C++ stack dump and no checkpoint (Ray's
     handler replaced the run's); now it checkpoints and exits 130, and the same command
