@@ -260,6 +260,33 @@ class ActorCriticNetwork(keras.Model):
         ]  # fmt: skip
         return tf.nest.pack_sequence_as(observation, flat)
 
+    @property
+    def prepares_observations(self) -> bool:
+        """Whether :meth:`prepare_observation` converts: uint8 images into a built-in conv
+        torso, which nothing else reads (no normaliser, no separate value or Q torso)."""
+        return (
+            isinstance(self.torso, torsos.ConvTorso)
+            and not self.user_torso
+            and not self.nested_observation
+            and not self.observation_normalizers
+            and self.value_torso is None
+            and self.q_torso is None
+            and self.adv_torso is None
+            and self._observation_spec.dtype == tf.uint8
+        )
+
+    def prepare_observation(self, observation: tf.Tensor) -> tf.Tensor:
+        """uint8 images ``[..., H, W, C]`` as the conv torso's first layer takes them (scaled,
+        in its compute dtype: ``ConvTorso.prepare``), for :meth:`unroll` with
+        ``prepared=True``: a learner that passes over a batch many times (epochs, minibatches)
+        converts it once. Only where :attr:`prepares_observations`."""
+        if not self.prepares_observations:
+            raise ValueError(
+                "prepare_observation: this network takes its observations as they are "
+                "(prepares_observations is False)"
+            )
+        return self.torso.prepare(observation)
+
     def update_observation_statistics(self, observation) -> None:
         """Merges ``observation`` (numpy or tensors, a nest like :attr:`observation_spec` with
         any leading dims) into the running statistics; nothing without normalisation."""
@@ -360,16 +387,19 @@ class ActorCriticNetwork(keras.Model):
         policy, value, q = self._heads(x, actions, observation)
         return NetOutput(policy, value, q, new_state)
 
-    def unroll(self, inputs: NetInputs, state=(), actions=None) -> NetOutput:
+    def unroll(self, inputs: NetInputs, state=(), actions=None, prepared=False) -> NetOutput:
         """Unroll over ``[T, B]`` (T >= 1), resetting the core where ``first``; equals T steps.
 
+        ``prepared``: the observation is :meth:`prepare_observation`'s output.
         Returns NetOutput with ``[T, B, ...]`` policy/value/q and the final state ``[B, k]``.
         """
         inputs = self._check_inputs(inputs, state, ["T", "B"])
-        obs = self.normalize_observation(tf.nest.map_structure(_merge_time, inputs.observation))
+        obs = tf.nest.map_structure(_merge_time, inputs.observation)
+        if not prepared:
+            obs = self.normalize_observation(obs)
         lead = tf.shape(tf.nest.flatten(inputs.observation)[0])
         t, b = lead[0], lead[1]
-        feats = _split_time(self._features(obs), t, b)
+        feats = _split_time(self._features(obs, prepared), t, b)
         x = self._core_input(feats, inputs)
         new_state = ()
         if self.core is not None:
@@ -421,11 +451,13 @@ class ActorCriticNetwork(keras.Model):
             )
         return inputs
 
-    def _features(self, observation) -> tf.Tensor:
-        """The torso's ``[N, F]`` float32 features of ``[N, ...]`` observations. A torso of
-        one's own receives them preprocessed (``multi_input.preprocess``: float32, uint8
-        scaled, Discrete one-hot, a Dict / Tuple as the nest of such leaves) and must return
-        ``[N, F]``."""
+    def _features(self, observation, prepared: bool = False) -> tf.Tensor:
+        """The torso's ``[N, F]`` float32 features of ``[N, ...]`` observations (``prepared``:
+        :meth:`prepare_observation`'s). A torso of one's own receives them preprocessed
+        (``multi_input.preprocess``: float32, uint8 scaled, Discrete one-hot, a Dict / Tuple as
+        the nest of such leaves) and must return ``[N, F]``."""
+        if prepared:
+            return self.torso(observation, prepared=True)
         if not self.user_torso:
             return self.torso(observation)
         features = self.torso(

@@ -156,9 +156,12 @@ class ConvTorso(keras.layers.Layer):
         compute_dtype: str = "float32",
         **kw,
     ):
+        # No input cast by Keras: ``call`` converts (a prepared bfloat16 batch stays bfloat16).
+        kw.setdefault("autocast", False)
         super().__init__(**kw)
         self.input_scale = input_scale
         policy = _dtype_policy(compute_dtype)
+        self.prepared_dtype = tf.float32 if policy is None else tf.bfloat16
         self._build_convs(convs or self.CONVS, init, policy)
         self.flatten = keras.layers.Flatten(dtype=policy)
         size = dense_size or self.DENSE_SIZE
@@ -192,8 +195,19 @@ class ConvTorso(keras.layers.Layer):
     def build(self, input_shape):
         self.built = True  # sublayers build on the first call
 
-    def call(self, x: tf.Tensor) -> tf.Tensor:
-        x = self._apply_convs(preprocess_observation(x, input_scale=self.input_scale))
+    def prepare(self, x: tf.Tensor) -> tf.Tensor:
+        """``x`` as the first layer takes it: :func:`preprocess_observation`'s float32 in
+        :attr:`prepared_dtype` (the layers' compute dtype), the same numbers ``call`` makes.
+        Done once, a batch that is passed over many times skips the conversion in each pass
+        (``call(..., prepared=True)``)."""
+        x = preprocess_observation(x, input_scale=self.input_scale)
+        return tf.cast(x, self.prepared_dtype)
+
+    def call(self, x: tf.Tensor, prepared: bool = False) -> tf.Tensor:
+        """``prepared``: ``x`` is :meth:`prepare`'s output."""
+        if not prepared:
+            x = preprocess_observation(x, input_scale=self.input_scale)
+        x = self._apply_convs(x)
         x = self.flatten(x)
         x = x if self.dense is None else self.dense(x)
         return tf.cast(x, tf.float32)

@@ -78,7 +78,16 @@ LossTerms = collections.namedtuple(
 
 def _unroll(network, batch: dict):
     """The network's outputs over the unroll batch's ``T+1`` steps, from its start state."""
-    return network.unroll(NetInputs(*(batch[k] for k in _STEP_INPUTS)), tuple(batch["state"]))
+    inputs = NetInputs(*(batch[k] for k in _STEP_INPUTS))
+    return network.unroll(inputs, tuple(batch["state"]), prepared=_prepared(network, batch))
+
+
+def _prepared(network, batch: dict) -> bool:
+    """Whether the batch's observations are the network's ``prepare_observation`` output
+    (:meth:`ImpalaLearner._prepare`): not of the observation space's dtype."""
+    return network.prepares_observations and (
+        batch["observation"].dtype != network.observation_spec.dtype
+    )
 
 
 def loss_terms(network, config: ImpalaConfig, batch: dict) -> LossTerms:
@@ -263,7 +272,7 @@ def _step_terms(network, steps: dict) -> tuple:
     ``old_value`` on a minibatch of single steps, as one time step ``[1, N, ...]``."""
     lead = lambda x: x[None]
     inputs = NetInputs(*(tf.nest.map_structure(lead, steps[k]) for k in _STEP_INPUTS))
-    out = network.unroll(inputs, ())
+    out = network.unroll(inputs, (), prepared=_prepared(network, steps))
     policy = tf.nest.map_structure(lead, steps["policy"])
     target_lp, log_rhos, entropy = loss_inputs.policy_terms(
         network, out.policy, policy, lead(steps["action"])
@@ -338,11 +347,21 @@ class ImpalaLearner(ReplicatedLearner):
                 f"{self._minibatches} equal minibatches"
             )
 
+    def _prepare(self, batch: dict) -> dict:
+        """The batch with its uint8 frames converted once (``prepare_observation``: scaled, in
+        the conv torso's compute dtype) where the update passes over them more than once:
+        the same numbers each pass would make, without each pass's three elementwise
+        conversions of every frame."""
+        if self._sgd_steps > 1 and self.network.prepares_observations:
+            return {**batch, "observation": self.network.prepare_observation(batch["observation"])}
+        return batch
+
     def _single_replica_step(self, batch: dict) -> tf.Tensor:
         """``minibatch_unit="steps"``: every epoch (or only the first, without
         ``vtrace_every_epoch``) computes V-trace over the whole batch with the current
         weights, then takes ``num_minibatches`` SGD steps on shuffled single steps;
         otherwise the base class's update."""
+        batch = self._prepare(batch)
         if not self._by_steps:
             return super()._single_replica_step(batch)
         inputs = self._step_inputs()
