@@ -350,8 +350,8 @@ class ImpalaLearner(ReplicatedLearner):
     def _prepare(self, batch: dict) -> dict:
         """The batch with its uint8 frames converted once (``prepare_observation``: scaled, in
         the conv torso's compute dtype) where the update passes over them more than once:
-        the same numbers each pass would make, without each pass's three elementwise
-        conversions of every frame."""
+        the same numbers each pass would make, without each pass's elementwise conversions
+        of every frame (cast, scale and, for bfloat16, cast again)."""
         if self._sgd_steps > 1 and self.network.prepares_observations:
             return {**batch, "observation": self.network.prepare_observation(batch["observation"])}
         return batch
