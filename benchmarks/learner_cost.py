@@ -13,7 +13,9 @@ flagfile, as on ``tfv-train``'s command line), ``KEY=VALUE`` (an environment var
 the subprocess, e.g. ``TF_ENABLE_ONEDNN_OPTS=0``), ``isa=avx2`` / ``isa=avx512`` (the
 emulated CPU: ``ONEDNN_MAX_CPU_ISA`` and ``XLA_FLAGS=--xla_cpu_max_isa`` capped, see
 below), ``intra=N`` / ``inter=N`` (TensorFlow's intra- and inter-op thread pools, set
-before TensorFlow runs an op). Each subprocess traces the update, runs ``--warmup``
+before TensorFlow runs an op), ``tree=PATH`` (the package imported from another checkout,
+first on the subprocess's ``PYTHONPATH``, this script's harness unchanged: two trees compared
+in one run, round by round). Each subprocess traces the update, runs ``--warmup``
 updates, then times ``--updates`` updates one by one: CPU seconds of the whole process
 (``time.process_time``: every thread's) and wall seconds, per agent step (the batch's
 ``unroll_length x num_envs``); the medians over the updates are one round's figure, and
@@ -109,13 +111,14 @@ DEFAULT_REFERENCE = "avx2_f32"
 
 # ---------------------------------------------------------------------------- variants
 def parse_variant(name: str, text: str) -> dict:
-    """``{"name", "flags", "env", "intra", "inter", "isa"}`` of a variant's tokens (module
-    docstring).
+    """``{"name", "flags", "env", "intra", "inter", "isa"}`` (and ``"tree"`` when given) of a
+    variant's tokens (module docstring).
 
     Raises:
       ValueError: naming the variant and the token it cannot read.
     """
     out = {"name": name, "flags": [], "env": {}, "intra": 0, "inter": 0, "isa": "native"}
+    tree = None
     for token in shlex.split(text):
         key, sep, value = token.partition("=")
         if token.startswith("--"):
@@ -130,10 +133,17 @@ def parse_variant(name: str, text: str) -> dict:
                 raise ValueError(f"variant {name!r}: {key}: expected an int >= 0, "
                                  f"received {value!r}")  # fmt: skip
             out[key] = int(value)
+        elif key == "tree" and sep:
+            tree = os.path.abspath(os.path.expanduser(value))
+            if not os.path.isfile(os.path.join(tree, "tfagents_vtrace", "__init__.py")):
+                raise ValueError(f"variant {name!r}: tree: expected a checkout holding "
+                                 f"tfagents_vtrace/, received {value!r}")  # fmt: skip
         elif sep and key and key.upper() == key:
             out["env"][key] = value
         else:
             raise ValueError(f"variant {name!r}: cannot read token {token!r}")
+    if tree is not None:
+        out["tree"] = tree
     return out
 
 
@@ -149,7 +159,8 @@ def variant_environment(variant: dict, base: dict | None = None) -> dict:
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_cpu_max_isa={xla}".strip()
     for key, value in variant["env"].items():  # XLA_FLAGS: appended to the ISA cap's
         env[key] = f"{env.get(key, '')} {value}".strip() if key == "XLA_FLAGS" else value
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    first = variant.get("tree", ROOT)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (first, env.get("PYTHONPATH")) if p)
     return env
 
 
@@ -223,6 +234,12 @@ def worker(args: argparse.Namespace) -> None:
     import learner_intake
 
     sys.path.remove(_BENCH)
+    import tfagents_vtrace
+
+    tree = os.path.dirname(os.path.dirname(os.path.abspath(tfagents_vtrace.__file__)))
+    if os.path.realpath(tree) != os.path.realpath(variant.get("tree", tree)):
+        raise SystemExit(f"variant {variant['name']!r}: tfagents_vtrace imported from {tree}, "
+                         f"not its tree {variant['tree']}")  # fmt: skip
     shipped = learner_intake.config_file(args.config)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"{learner_intake.config_name(shipped)}.cfg")
@@ -254,7 +271,7 @@ def worker(args: argparse.Namespace) -> None:
         "inter": tf.config.threading.get_inter_op_parallelism_threads(),
         "compute_dtype": getattr(learner.network, "cnn_compute_dtype",
                                  bench.net_config.cnn_compute_dtype),  # "auto" resolved
-        "profile": profile,
+        "profile": profile, "tree": tree,
     }), flush=True)  # fmt: skip
 
 

@@ -38,6 +38,19 @@ def test_a_variants_tokens_are_flags_environment_isa_and_threads():
     assert "ONEDNN_MAX_CPU_ISA" not in native and "XLA_FLAGS" not in native
 
 
+def test_a_tree_token_puts_that_checkout_first_on_the_subprocess_path(tmp_path):
+    (tmp_path / "tfagents_vtrace").mkdir()
+    (tmp_path / "tfagents_vtrace" / "__init__.py").write_text("")
+    v = bench.parse_variant("old", f"tree={tmp_path} --cnn_compute_dtype=float32")
+    assert v["tree"] == str(tmp_path) and v["flags"] == ["--cnn_compute_dtype=float32"]
+    env = bench.variant_environment(v, base={"PYTHONPATH": "/elsewhere"})
+    assert env["PYTHONPATH"].split(":") == [str(tmp_path), "/elsewhere"]
+    here = bench.variant_environment(bench.parse_variant("new", ""), base={})
+    assert here["PYTHONPATH"] == str(ROOT) and "tree" not in bench.parse_variant("new", "")
+    with pytest.raises(ValueError, match="tree: expected a checkout holding tfagents_vtrace"):
+        bench.parse_variant("v", f"tree={tmp_path / 'missing'}")
+
+
 @pytest.mark.parametrize(
     "text, message",
     [("isa=avx3", "isa: expected one of"), ("intra=two", "intra: expected an int"),
